@@ -1,0 +1,146 @@
+//===- NNOps.cpp - nn op verifiers and folders ----------------------------===//
+//
+// Verifiers of the nn ops whose constraints are not a shape function
+// (normalizations, reshape, cast) and their folders. Shape inference is in
+// NNShapes.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/nn/NNOps.h"
+
+#include "rewire/Support/Shape.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::nn;
+
+static bool dimsAgree(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+
+static LogicalResult verifyEpsilon(Operation *op, APFloat eps) {
+  double e = eps.convertToDouble();
+  if (!(e > 0.0) || !std::isfinite(e))
+    return op->emitOpError() << "'epsilon' must be positive and finite, got "
+                             << e;
+  return success();
+}
+
+/// Checks that `param` (named `name`) has the shape of x's dimensions from
+/// `axis` on, as LayerNormalization's scale and bias do.
+static LogicalResult verifyNormParam(Operation *op, StringRef name, Value x,
+                                     Value param, int64_t axis) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto pt = cast<RankedTensorType>(param.getType());
+  auto norm = normalizeAxis(axis, xt.getRank());
+  if (!norm)
+    return op->emitOpError() << "axis " << axis
+                             << " is out of range for 'x' of rank "
+                             << xt.getRank();
+  ArrayRef<int64_t> want = xt.getShape().drop_front(*norm);
+  bool ok = pt.getRank() == static_cast<int64_t>(want.size()) &&
+            llvm::all_of(llvm::zip(pt.getShape(), want), [](auto p) {
+              return dimsAgree(std::get<0>(p), std::get<1>(p));
+            });
+  if (!ok)
+    return op->emitOpError()
+           << "'" << name << "' must have the shape of the normalized "
+           << "dimensions of 'x' (from axis " << *norm << "), got " << pt;
+  if (pt.getElementType() != xt.getElementType())
+    return op->emitOpError() << "'" << name << "' must have element type "
+                             << xt.getElementType();
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getX().getType().getRank();
+  if (!normalizeAxis(static_cast<int64_t>(getAxis()), rank))
+    return emitOpError() << "axis " << static_cast<int64_t>(getAxis())
+                         << " is out of range for rank " << rank;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (failed(verifyNormParam(*this, "scale", getX(), getScale(), axis)))
+    return failure();
+  if (getBias() &&
+      failed(verifyNormParam(*this, "bias", getX(), getBias(), axis)))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon());
+}
+
+LogicalResult RMSNormOp::verify() {
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (failed(verifyNormParam(*this, "scale", getX(), getScale(), axis)))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon());
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto x = getX().getType();
+  if (x.getRank() < 2)
+    return emitOpError() << "'x' must be [N, C, ...] with rank >= 2, got "
+                         << x;
+  auto p = getScale().getType();
+  if (p.getRank() != 1 || !dimsAgree(p.getDimSize(0), x.getDimSize(1)) ||
+      p.getElementType() != x.getElementType())
+    return emitOpError() << "'scale', 'bias', 'mean' and 'var' must be "
+                            "vectors of C = "
+                         << x.getDimSize(1) << " elements of "
+                         << x.getElementType() << ", got " << p;
+  return verifyEpsilon(*this, getEpsilon());
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getX().getType();
+  auto out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "result element type " << out.getElementType()
+                         << " must match the operand's, "
+                         << in.getElementType();
+  if (out.getNumDynamicDims() > 1)
+    return emitOpError() << "result may have at most one dynamic dimension, "
+                            "got "
+                         << out;
+  std::vector<int64_t> a(in.getShape().begin(), in.getShape().end());
+  std::vector<int64_t> b(out.getShape().begin(), out.getShape().end());
+  auto na = checkedNumElements(a), nb = checkedNumElements(b);
+  if (in.hasStaticShape() && !na)
+    return emitOpError() << "operand element count overflows";
+  if (out.hasStaticShape() && !nb)
+    return emitOpError() << "result element count overflows";
+  if (na && nb && *na != *nb)
+    return emitOpError() << "cannot reshape " << *na << " elements ("
+                         << in << ") into " << *nb << " (" << out << ")";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getX().getType() == getResult().getType())
+    return getX();
+  return {};
+}
+
+LogicalResult CastOp::verify() {
+  auto in = getX().getType(), out = getResult().getType();
+  if (in.getShape() != out.getShape())
+    return emitOpError() << "result shape must equal the operand's, got "
+                         << in << " -> " << out;
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getX().getType() == getResult().getType())
+    return getX();
+  return {};
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+#define GET_OP_CLASSES
+#include "dialects/nn/NNOps.cpp.inc"

@@ -1,0 +1,553 @@
+//===- NNOps.td - nn dialect ops ----------------------------*- tablegen -*-===//
+//
+// The ops of the `nn` dialect, grouped by family: elementwise, linear
+// algebra, normalization and reduction, shape manipulation, convolutional,
+// selection/conversion, and the causal attention composite. Result shapes are
+// inferred in NNShapes.cpp; extra verification lives in NNOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_NN_OPS_TD
+#define REWIRE_NN_OPS_TD
+
+include "dialects/nn/NNDialect.td"
+include "dialects/nn/NNAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// A declared result type may refine the inferred one (a static size where
+// inference gives a dynamic one); see nn::areRefinableTypes.
+defvar RefinableReturnTypes = [{
+  bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                          ::mlir::TypeRange r) {
+    return ::rewire::nn::areRefinableTypes(l, r);
+  }
+}];
+
+class NN_InferOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits,
+                                  [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+  let extraClassDefinition = RefinableReturnTypes;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class NN_BinaryOp<string mnemonic, string what>
+    : NN_InferOp<mnemonic, [Elementwise]> {
+  let summary = "elementwise " # what # " with multidirectional broadcasting";
+  let description = [{
+    ONNX semantics: the operands broadcast NumPy-style (trailing dimensions
+    aligned, a dimension of 1 stretches) and must share an element type.
+
+    Example:
+    ```mlir
+    %y = nn.}] # mnemonic # [{ %a, %b : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = !strconcat(RefinableReturnTypes, [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::rewire::nn::inferBroadcast(loc, getOperationName(),
+          {adaptor.getLhs().getType(), adaptor.getRhs().getType()}, types);
+    }
+  }]);
+}
+
+def NN_AddOp : NN_BinaryOp<"add", "addition">;
+def NN_SubOp : NN_BinaryOp<"sub", "subtraction">;
+def NN_MulOp : NN_BinaryOp<"mul", "multiplication">;
+def NN_DivOp : NN_BinaryOp<"div", "division">;
+def NN_PowOp : NN_BinaryOp<"pow", "power (`lhs ^ rhs`)">;
+
+class NN_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, [Pure, Elementwise,
+                                           SameOperandsAndResultType,
+                                           InferTypeOpInterface])> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Applies the function to every element; the result has the operand's type.
+
+    Example:
+    ```mlir
+    %y = nn.}] # mnemonic # [{ %x : tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def NN_ReluOp : NN_UnaryOp<"relu", "rectified linear unit `max(x, 0)`">;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "logistic sigmoid `1 / (1 + exp(-x))`">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "hyperbolic tangent">;
+def NN_ErfOp : NN_UnaryOp<"erf", "Gauss error function">;
+def NN_ExpOp : NN_UnaryOp<"exp", "natural exponential">;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
+def NN_NegOp : NN_UnaryOp<"neg", "negation">;
+
+def NN_GeluOp : NN_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
+                               InferTypeOpInterface]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `x * Phi(x)` with the exact Gaussian CDF (`approximate = none`, default)
+    or its tanh approximation (`approximate = tanh`, GPT-2's `gelu_new`), as
+    ONNX Gelu (opset 20).
+
+    Example:
+    ```mlir
+    %y = nn.gelu %x approximate tanh : tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x,
+      DefaultValuedAttr<NN_GeluApproximation,
+                        "::rewire::nn::GeluApproximation::none">:$approximate);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x (`approximate` $approximate^)? attr-dict `:` type($x)";
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def NN_MatMulOp : NN_InferOp<"matmul"> {
+  let summary = "matrix product with NumPy semantics (ONNX MatMul)";
+  let description = [{
+    1-D operands are promoted to matrices (and the added dimension removed
+    from the result); leading batch dimensions broadcast.
+
+    Example:
+    ```mlir
+    %y = nn.matmul %x, %w : (tensor<2x16x64xf32>, tensor<64x256xf32>) -> tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_GemmOp : NN_InferOp<"gemm"> {
+  let summary = "general matrix multiply `alpha * A' . B' + beta * C` (ONNX Gemm)";
+  let description = [{
+    `A' = transA ? A^T : A` is `[M, K]`, `B' = transB ? B^T : B` is `[K, N]`;
+    the optional `C` broadcasts to `[M, N]`.
+
+    Example:
+    ```mlir
+    %y = nn.gemm %a, %w, %b {transB} : (tensor<8x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$a, NN_FloatTensor:$b,
+                       Optional<NN_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       UnitAttr:$transA, UnitAttr:$transB);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat =
+      "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and reduction
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxOp : NN_Op<"softmax", [Pure, SameOperandsAndResultType,
+                                     InferTypeOpInterface]> {
+  let summary = "softmax along one axis (ONNX Softmax, opset >= 13)";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `axis` (default -1).
+
+    Example:
+    ```mlir
+    %p = nn.softmax %scores {axis = -1 : i64} : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+
+def NN_LayerNormOp : NN_Op<"layer_norm", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "layer normalization (ONNX LayerNormalization)";
+  let description = [{
+    Normalizes over the dimensions from `axis` (default -1) to the last:
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`. `scale` and the
+    optional `bias` have the shape of those trailing dimensions.
+
+    Example:
+    ```mlir
+    %y = nn.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32} : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $scale (`,` $bias^)? attr-dict `:` type($x) "
+                       "`,` type($scale) (`,` type($bias)^)?";
+  let hasVerifier = 1;
+}
+
+def NN_RMSNormOp : NN_Op<"rms_norm", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "RMS normalization (LLaMA; ONNX RMSNormalization)";
+  let description = [{
+    `x * rsqrt(mean(x^2) + epsilon) * scale` over the dimensions from `axis`
+    (default -1) to the last; `scale` has the shape of those dimensions.
+
+    Example:
+    ```mlir
+    %y = nn.rms_norm %x, %g {epsilon = 1.0e-06 : f32} : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $scale attr-dict `:` type($x) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
+def NN_BatchNormOp : NN_Op<"batch_norm", [Pure, AllTypesMatch<["x", "result"]>,
+    AllTypesMatch<["scale", "bias", "mean", "var"]>]> {
+  let summary = "batch normalization in inference mode (ONNX BatchNormalization)";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` per channel (axis 1);
+    `scale`, `bias`, `mean` and `var` are `[C]`.
+
+    Example:
+    ```mlir
+    %y = nn.batch_norm %x, %s, %b, %m, %v : tensor<1x64x56x56xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$bias, NN_FloatTensor:$mean,
+                       NN_FloatTensor:$var,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $scale `,` $bias `,` $mean `,` $var attr-dict "
+                       "`:` type($x) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
+class NN_ReduceOp<string mnemonic, string what> : NN_InferOp<mnemonic> {
+  let summary = what # " over axes (ONNX Reduce" # what # ")";
+  let description = [{
+    Reduces over `axes` (all axes when empty), keeping them as size-1
+    dimensions unless `keepdims = false`. Axes may be negative and must be
+    distinct.
+
+    Example:
+    ```mlir
+    %m = nn.}] # mnemonic # [{ %x {axes = array<i64: -1>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = !strconcat(RefinableReturnTypes, [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::rewire::nn::inferReduce(loc, getOperationName(),
+          adaptor.getX().getType(), adaptor.getAxes(), adaptor.getKeepdims(),
+          types);
+    }
+  }]);
+}
+
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean">;
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum">;
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
+  let summary = "reshape to the result type (ONNX Reshape with a constant shape)";
+  let description = [{
+    Reinterprets the elements in row-major order with the result's shape. The
+    importer resolves ONNX's `0` and `-1` entries; the element count must be
+    preserved (checked when both shapes are static; at most one dynamic
+    dimension otherwise).
+
+    Example:
+    ```mlir
+    %y = nn.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_TransposeOp : NN_InferOp<"transpose"> {
+  let summary = "permute dimensions (ONNX Transpose)";
+  let description = [{
+    Result dimension `i` is operand dimension `perm[i]`; `perm` defaults to
+    the reversal.
+
+    Example:
+    ```mlir
+    %y = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x16x4x16xf32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, OptionalAttr<DenseI64ArrayAttr>:$perm);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_ConcatOp : NN_InferOp<"concat"> {
+  let summary = "concatenate along an axis (ONNX Concat)";
+  let description = [{
+    All inputs share rank and element type and agree on every dimension but
+    `axis`.
+
+    Example:
+    ```mlir
+    %y = nn.concat %a, %b {axis = 1 : i64} : (tensor<1x64x8x8xf32>, tensor<1x32x8x8xf32>) -> tensor<1x96x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_SplitOp : NN_InferOp<"split"> {
+  let summary = "split along an axis into pieces of given sizes (ONNX Split)";
+  let description = [{
+    Produces one result per entry of `sizes`; the sizes must add up to the
+    dimension (when it is static).
+
+    Example:
+    ```mlir
+    %q, %k, %v = nn.split %qkv {axis = -1 : i64, sizes = array<i64: 64, 64, 64>} : (tensor<2x16x192xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>)
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<NN_Tensor>:$results);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_SliceOp : NN_InferOp<"slice"> {
+  let summary = "strided slice (ONNX Slice with constant starts/ends/axes/steps)";
+  let description = [{
+    For each listed axis, takes `starts[i] : ends[i] : steps[i]` with ONNX's
+    clamping of out-of-range and negative indices. `axes` defaults to
+    `0..n-1` and `steps` to 1; a step must not be 0.
+
+    Example:
+    ```mlir
+    %y = nn.slice %x {starts = array<i64: 0>, ends = array<i64: 8>, axes = array<i64: 1>} : (tensor<2x16x64xf32>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends,
+                       OptionalAttr<DenseI64ArrayAttr>:$axes,
+                       OptionalAttr<DenseI64ArrayAttr>:$steps);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_GatherOp : NN_InferOp<"gather"> {
+  let summary = "gather slices along an axis (ONNX Gather; embedding lookup)";
+  let description = [{
+    The result shape is `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
+
+    Example:
+    ```mlir
+    %e = nn.gather %wte, %ids {axis = 0 : i64} : (tensor<50257x768xf32>, tensor<2x16xi64>) -> tensor<2x16x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_UnsqueezeOp : NN_InferOp<"unsqueeze"> {
+  let summary = "insert size-1 dimensions (ONNX Unsqueeze)";
+  let description = [{
+    `axes` index the result (rank + number of axes) and must be distinct.
+
+    Example:
+    ```mlir
+    %y = nn.unsqueeze %x {axes = array<i64: 0>} : (tensor<16x64xf32>) -> tensor<1x16x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, DenseI64ArrayAttr:$axes);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_SqueezeOp : NN_InferOp<"squeeze"> {
+  let summary = "remove size-1 dimensions (ONNX Squeeze)";
+  let description = [{
+    Removes the listed `axes`, each of which must have size 1 (or be dynamic);
+    without `axes`, removes every static dimension of size 1.
+
+    Example:
+    ```mlir
+    %y = nn.squeeze %x {axes = array<i64: 2, 3>} : (tensor<1x512x1x1xf32>) -> tensor<1x512xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, OptionalAttr<DenseI64ArrayAttr>:$axes);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutional networks
+//===----------------------------------------------------------------------===//
+
+def NN_ConvOp : NN_InferOp<"conv"> {
+  let summary = "N-d grouped convolution, NCHW (ONNX Conv)";
+  let description = [{
+    `x : [N, C, D1..Dk]`, `w : [M, C/group, K1..Kk]`, optional `b : [M]`.
+    `strides` and `dilations` default to 1, `pads` (begin values then end
+    values) to 0. The kernel size comes from `w`.
+
+    Example:
+    ```mlir
+    %y = nn.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$w,
+                       Optional<NN_FloatTensor>:$b,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat =
+      "$x `,` $w (`,` $b^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_MaxPoolOp : NN_InferOp<"max_pool"> {
+  let summary = "N-d max pooling, NCHW (ONNX MaxPool, floor mode)";
+  let description = [{
+    Window `kernel_shape`, `strides` (default 1) and `pads` (begin values then
+    end values, default 0) over the spatial dimensions.
+
+    Example:
+    ```mlir
+    %y = nn.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_GlobalAveragePoolOp : NN_InferOp<"global_average_pool"> {
+  let summary = "mean over all spatial dimensions, NCHW (ONNX GlobalAveragePool)";
+  let description = [{
+    `[N, C, D1..Dk] -> [N, C, 1..1]`.
+
+    Example:
+    ```mlir
+    %y = nn.global_average_pool %x : (tensor<1x512x7x7xf32>) -> tensor<1x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Selection, conversion and constants
+//===----------------------------------------------------------------------===//
+
+def NN_WhereOp : NN_InferOp<"where"> {
+  let summary = "select by a boolean condition with broadcasting (ONNX Where)";
+  let description = [{
+    `cond ? x : y` elementwise; the three operands broadcast together and
+    `x`, `y` share an element type.
+
+    Example:
+    ```mlir
+    %s = nn.where %mask, %scores, %neg_inf : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_BoolTensor:$cond, NN_Tensor:$x, NN_Tensor:$y);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat =
+      "$cond `,` $x `,` $y attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_CastOp : NN_Op<"cast", [Pure, Elementwise]> {
+  let summary = "convert the element type (ONNX Cast)";
+  let description = [{
+    Same shape, element type of the result.
+
+    Example:
+    ```mlir
+    %y = nn.cast %ids : tensor<2x16xi32> -> tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_ConstantOp : NN_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "a small constant tensor (ONNX Constant)";
+  let description = [{
+    For small constants of the graph (scalars, masks, shape vectors). Weights
+    are never constants: they are named parameters (`ml_program.global`), so
+    large literals never appear in the IR.
+
+    Example:
+    ```mlir
+    %c = nn.constant dense<1.0e-05> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Composites
+//===----------------------------------------------------------------------===//
+
+def NN_AttentionOp : NN_InferOp<"attention"> {
+  let summary = "scaled dot-product attention, optionally causal";
+  let description = [{
+    `softmax(q . k^T * scale + mask) . v` per batch and head, with
+    `q : [B, H, Tq, Dk]`, `k : [B, H, Tk, Dk]`, `v : [B, H, Tk, Dv]` and
+    result `[B, H, Tq, Dv]`. `scale` defaults to `1/sqrt(Dk)`; `causal` masks
+    key positions after the query position (aligned at the end when
+    `Tq != Tk`). The importer forms it from the ONNX subgraph; lowering
+    expands it or calls a fused kernel.
+
+    Example:
+    ```mlir
+    %o = nn.attention %q, %k, %v {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k, NN_FloatTensor:$v,
+                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat =
+      "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // REWIRE_NN_OPS_TD

@@ -1,0 +1,291 @@
+//===- ResidualOps.td - Residual stream ops -----------------*- tablegen -*-===//
+//
+// The ops of the `residual` dialect: the plain add and every learned or gated
+// update form of papers.md, with their verifiers and folders declared here
+// and implemented in ResidualOps.cpp / ResidualFolds.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_RESIDUAL_OPS_TD
+#define REWIRE_RESIDUAL_OPS_TD
+
+include "dialects/residual/ResidualDialect.td"
+include "dialects/residual/ResidualInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Residual_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+// Attributes every stream op carries: the feature axis and the place in the
+// model. Appended to each op's `arguments`.
+defvar StreamAttrs = (ins
+  DefaultValuedAttr<I64Attr, "-1">:$axis,
+  ConfinedAttr<I64Attr, [IntNonNegative]>:$stream,
+  ConfinedAttr<I64Attr, [IntNonNegative]>:$layer
+);
+
+// Printed after the operands of every op.
+defvar StreamAttrsFormat =
+    "(`axis` $axis^)? `stream` $stream `layer` $layer attr-dict ";
+
+class Residual_StreamOp<string mnemonic, list<Trait> traits = []>
+    : Residual_Op<mnemonic, !listconcat(traits, [
+        Pure, Residual_StreamOpInterface])> {
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.add
+//===----------------------------------------------------------------------===//
+
+def Residual_AddOp : Residual_StreamOp<"add", [
+    AllTypesMatch<["h", "u", "result"]>]> {
+  let summary = "plain residual update `h + u`";
+  let description = [{
+    The standard residual connection: the stream state `h` plus the branch
+    output `u`, elementwise. `residual-detect` raises the residual adds of an
+    imported model into this op; the rewrite passes turn it into the other
+    forms.
+
+    Folds to `h` when `u` is a constant zero.
+
+    Example:
+    ```mlir
+    %h1 = residual.add %h0, %u stream 0 layer 0 : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$h, Residual_FloatTensor:$u),
+                       StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$h `,` $u ", StreamAttrsFormat, " `:` type($result)");
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.scale_add
+//===----------------------------------------------------------------------===//
+
+def Residual_ScaleAddOp : Residual_StreamOp<"scale_add", [
+    AllTypesMatch<["h", "u", "result"]>]> {
+  let summary = "scaled residual update `h + alpha * u` (ReZero, SkipInit, LayerScale)";
+  let description = [{
+    Adds the branch output scaled by a learned factor: `h + alpha * u`.
+    `alpha` is either a scalar (`tensor<f32>` or `tensor<1xf32>`: ReZero and
+    SkipInit, initialized to 0) or one factor per channel along the feature
+    axis (`tensor<dxf32>`: LayerScale, initialized by depth as in CaiT).
+
+    Folds to `h` when `alpha` is a constant zero; canonicalizes to
+    `residual.add` when `alpha` is a constant one.
+
+    Example:
+    ```mlir
+    %h1 = residual.scale_add %h0, %u, %lambda stream 0 layer 2
+        : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$h, Residual_FloatTensor:$u,
+                            Residual_FloatTensor:$alpha), StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$h `,` $u `,` $alpha ", StreamAttrsFormat, " `:` type($result) `,` type($alpha)");
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.gated_add
+//===----------------------------------------------------------------------===//
+
+def Residual_GatedAddOp : Residual_StreamOp<"gated_add", [
+    AllTypesMatch<["h", "u", "result"]>]> {
+  let summary = "gated residual update (Review Residuals, Highway)";
+  let description = [{
+    Computes a gate `r` in (0, 1) and combines the state and the update:
+
+    * gate `review`:  `r = sigmoid(concat[rms(h), rms(u)] . W + b)`, with
+      `W : [2d, G]` (Review Residuals, Kramer);
+    * gate `highway`: `r = sigmoid(h . W + b)`, with `W : [d, G]`;
+    * combine `additive`: `h + r * u` (identity-preserving);
+    * combine `convex`:   `(1 - r) * h + r * u` (the classic Highway form,
+      which stalls in deep stacks).
+
+    `G` is `d` for a per-channel gate or 1 for a per-row gate (broadcast over
+    the features); `b : [G]`. `eps` (default 1e-6) is the rms epsilon of the
+    review gate and must not be given for a highway gate.
+
+    Folds to `h` when the gate is a constant 0 and, for the convex combine, to
+    `u` when it is a constant 1 (`W` a constant zero and `sigmoid(b)` exactly
+    0 or 1 in the element type). With a constant gate and the additive
+    combine, canonicalizes to `residual.scale_add` with `alpha = sigmoid(b)`,
+    which in turn becomes `residual.add` when the gate is 1.
+
+    Example:
+    ```mlir
+    %h1 = residual.gated_add review additive %h0, %u, %W, %b stream 0 layer 1
+        : tensor<2x16x64xf32>, tensor<128x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_GateKind:$gate, Residual_Combine:$combine,
+                            Residual_FloatTensor:$h, Residual_FloatTensor:$u,
+                            Residual_FloatTensor:$weight,
+                            Residual_FloatTensor:$bias,
+                            OptionalAttr<F64Attr>:$eps), StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$gate $combine $h `,` $u `,` $weight `,` $bias "
+                       "(`eps` $eps^)? ", StreamAttrsFormat, " `:` type($result) `,` type($weight) `,` type($bias)");
+  let extraClassDeclaration = [{
+    /// The rms epsilon of a review gate (the attribute or its default).
+    double getEpsOrDefault() {
+      auto eps = getEps();
+      return eps ? eps->convertToDouble() : 1e-6;
+    }
+  }];
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.mix
+//===----------------------------------------------------------------------===//
+
+def Residual_MixOp : Residual_StreamOp<"mix", [AllTypesMatch<["y", "result"]>]> {
+  let summary = "learned mix over earlier stream states (ANCRe, DenseFormer)";
+  let description = [{
+    Mixes a block output `y` with the `k` earlier states `[h_0, ..., h_(k-1)]`
+    of its stream; the weight operand `c` becomes coefficients by
+
+    * `softmax` (ANCRe): `c : [k]`, `p = softmax(c / tau)`, and the result is
+      `y + sum_j p_j * h_j` (the block output is added unweighted; `tau > 0`
+      is required, the paper's default is 0.01);
+    * `free` (DenseFormer's depth-weighted average): `c : [k + 1]`, and the
+      result is `c_k * y + sum_{j<k} c_j * h_j` (the last weight is the block
+      output's own; `tau` must not be given).
+
+    All states have the type of `y`. The weights are shared over the batch
+    and the tokens (not input-dependent).
+
+    Folds to `y` or to `h_j` when free weights are a constant one-hot vector
+    (DenseFormer's identity initialization, weight 1 on `y`, is exactly the
+    standard network). Canonicalizes a softmax mix over a single state
+    (`p = [1]`) to `residual.add`.
+
+    Example:
+    ```mlir
+    %h2 = residual.mix softmax %y1, [%h0, %h1], %c tau 1.000000e-02 stream 0 layer 1
+        : tensor<2x16x64xf32>, tensor<2xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_MixWeights:$weights_kind,
+                            Residual_FloatTensor:$y,
+                            Variadic<Residual_FloatTensor>:$states,
+                            Residual_FloatTensor:$weights,
+                            OptionalAttr<F64Attr>:$tau), StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.nag_gate
+//===----------------------------------------------------------------------===//
+
+def Residual_NagGateOp : Residual_StreamOp<"nag_gate", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "NAG modulator `m`, computable before the branch runs";
+  let description = [{
+    The per-row modulator of a NAG update (Figliolia & Millidge):
+
+    ```
+    rho  = ||R||_2 / sqrt(d)                  per row
+    Rbar = R / rho
+    m    = ( sum_{c<C} softmax(pi)_c * sigmoid(Rbar . w[:, c] + b_c) )^beta
+    ```
+
+    with `w : [d, C]`, `b : [C]`, `pi : [C]` and `beta > 0` (default 1).
+    `m` has the shape of `R` with the feature axis reduced to 1 and lies in
+    [0, 1]. It depends only on the sublayer input, so Mixture-of-Depths can
+    decide to skip the branch from it (`residual-mod`).
+
+    Example:
+    ```mlir
+    %m = residual.nag_gate %R, %w, %b, %pi stream 0 layer 3
+        : tensor<2x16x64xf32>, tensor<64x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$R, Residual_FloatTensor:$w,
+                            Residual_FloatTensor:$b, Residual_FloatTensor:$pi,
+                            DefaultValuedAttr<F64Attr, "1.0">:$beta),
+                       StreamAttrs);
+  let results = (outs Residual_FloatTensor:$m);
+  let assemblyFormat = !strconcat("$R `,` $w `,` $b `,` $pi (`beta` $beta^)? ", StreamAttrsFormat, " `:` type($R) `,` type($w) `,` type($b) `,` type($pi)");
+}
+
+//===----------------------------------------------------------------------===//
+// residual.nag_add
+//===----------------------------------------------------------------------===//
+
+def Residual_NagAddOp : Residual_StreamOp<"nag_add", [
+    AllTypesMatch<["R", "f", "result"]>]> {
+  let summary = "norm-agnostic residual update (NAG)";
+  let description = [{
+    The NAG update of a stream state `R` by a branch output `f` (computed on
+    the normalized state `Rbar = R / rho`), with modulator `m` from
+    `residual.nag_gate`:
+
+    ```
+    rho   = ||R||_2 / sqrt(d)                       per row
+    f     = f - mean_d(f)
+    fperp = f - (<f, Rbar> / d) * Rbar              remove the stream direction
+    u     = sqrt(d) * fperp / max(||fperp||_2, eps)
+    R'    = R + rho * alpha * m * u
+    ```
+
+    so that `||R'|| / ||R|| = sqrt(1 + alpha^2 m^2)`, independent of `||R||`.
+    `alpha` is a learned scalar (`tensor<f32>` or `tensor<1xf32>`, paper init
+    `l^{-1/2}`); `m` has the shape of `R` with the feature axis reduced to 1.
+    A Mixture-of-Depths skip sets `m = 0` for a row, which leaves it unchanged.
+
+    Folds to `R` when `alpha` or `m` is a constant zero.
+
+    Example:
+    ```mlir
+    %R1 = residual.nag_add %R, %f, %alpha, %m stream 0 layer 3
+        : tensor<2x16x64xf32>, tensor<f32>, tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$R, Residual_FloatTensor:$f,
+                            Residual_FloatTensor:$alpha,
+                            Residual_FloatTensor:$m,
+                            DefaultValuedAttr<F64Attr, "1e-6">:$eps),
+                       StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$R `,` $f `,` $alpha `,` $m (`eps` $eps^)? ", StreamAttrsFormat, " `:` type($result) `,` type($alpha) `,` type($m)");
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.tap
+//===----------------------------------------------------------------------===//
+
+def Residual_TapOp : Residual_StreamOp<"tap", [
+    AllTypesMatch<["h", "result"]>]> {
+  let summary = "marks a stream state as a readout point (LPA, early exit)";
+  let description = [{
+    Returns its operand unchanged and marks it as the state `h_l` after layer
+    `layer` of the stream, where a shared readout head may be applied: LPA's
+    per-depth losses, early exit, and `residual-truncate` ("train once, use N
+    models") cut the network at taps. An optional `name` labels the readout.
+
+    A tap is never folded away: removing it would lose the readout point.
+
+    Example:
+    ```mlir
+    %h3 = residual.tap %h2 name "depth3" stream 0 layer 3 : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$h,
+                            OptionalAttr<StrAttr>:$name), StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$h (`name` $name^)? ", StreamAttrsFormat, " `:` type($result)");
+}
+
+#endif // REWIRE_RESIDUAL_OPS_TD

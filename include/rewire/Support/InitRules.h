@@ -1,0 +1,31 @@
+//===- InitRules.h - Paper initializations for residual forms ----*- C++ -*-===//
+//
+// The initial values the papers prescribe for the learned parameters of each
+// residual form (papers.md): LayerScale's depth rule from CaiT, NAG's
+// alpha_l = l^{-1/2}, and the sigmoid inverse used for gates that must start
+// at a given opening. Pure C++ so the rewrite passes and the runtime agree.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_SUPPORT_INITRULES_H
+#define REWIRE_SUPPORT_INITRULES_H
+
+#include <cstdint>
+#include <optional>
+
+namespace rewire {
+
+/// LayerScale's initial lambda for a network of `depth` residual blocks
+/// (CaiT): 0.1 up to 18 blocks, 1e-5 up to 24, 1e-6 deeper. std::nullopt for
+/// depth < 1.
+std::optional<double> layerScaleInit(int64_t depth);
+
+/// NAG's initial alpha for 1-based sublayer index `l`: l^{-1/2}.
+/// std::nullopt for l < 1.
+std::optional<double> nagAlphaInit(int64_t l);
+
+/// The logit x with sigmoid(x) == p, for p in (0, 1); std::nullopt otherwise.
+std::optional<double> logit(double p);
+
+} // namespace rewire
+
+#endif // REWIRE_SUPPORT_INITRULES_H
