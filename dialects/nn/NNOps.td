@@ -258,9 +258,13 @@ class NN_ReduceOp<string mnemonic, string what> : NN_InferOp<mnemonic> {
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      // Default-valued attributes are not populated yet while parsing.
+      auto axes = adaptor.getAxesAttr();
+      auto keepdims = adaptor.getKeepdimsAttr();
       return ::rewire::nn::inferReduce(loc, getOperationName(),
-          adaptor.getX().getType(), adaptor.getAxes(), adaptor.getKeepdims(),
-          types);
+          adaptor.getX().getType(),
+          axes ? axes.asArrayRef() : ::llvm::ArrayRef<int64_t>(),
+          keepdims ? keepdims.getValue() : true, types);
     }
   }]);
 }

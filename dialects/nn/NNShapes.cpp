@@ -404,10 +404,12 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   Failer fail{loc, getOperationName()};
   Shape data = toShape(adaptor.getData().getType());
   Shape idx = toShape(adaptor.getIndices().getType());
-  auto axis = normalizeAxis(adaptor.getAxis(), data.size());
+  // Default-valued attributes are not populated yet while parsing.
+  int64_t axisValue = adaptor.getAxisAttr() ? adaptor.getAxisAttr().getInt() : 0;
+  auto axis = normalizeAxis(axisValue, data.size());
   if (!axis)
-    return fail("axis {0} is out of range for 'data' of rank {1}",
-                adaptor.getAxis(), data.size());
+    return fail("axis {0} is out of range for 'data' of rank {1}", axisValue,
+                data.size());
   Shape out(data.begin(), data.begin() + *axis);
   out.insert(out.end(), idx.begin(), idx.end());
   out.insert(out.end(), data.begin() + *axis + 1, data.end());
@@ -522,7 +524,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                 shapeStr(w));
   if (elementType(adaptor.getW().getType()) != elt)
     return fail("'w' must have the element type of 'x'");
-  int64_t group = adaptor.getGroup();
+  int64_t group = adaptor.getGroupAttr() ? adaptor.getGroupAttr().getInt() : 1;
   if (group < 1)
     return fail("'group' must be >= 1, got {0}", group);
   if (!ShapedType::isDynamic(x[1]) && x[1] % group != 0)

@@ -333,7 +333,9 @@ LogicalResult NagGateOp::inferReturnTypes(
     return emitOptionalError(location,
                              "'residual.nag_gate' needs a stream state 'R' "
                              "of rank >= 1");
-  int64_t rank = type.getRank(), axis = adaptor.getAxis();
+  // Default-valued attributes are not populated yet while parsing.
+  IntegerAttr axisAttr = adaptor.getAxisAttr();
+  int64_t rank = type.getRank(), axis = axisAttr ? axisAttr.getInt() : -1;
   if (axis < -rank || axis >= rank)
     return emitOptionalError(location, "'residual.nag_gate' op feature axis ",
                              axis, " is out of range for 'R' of rank ", rank);

@@ -1,0 +1,34 @@
+//===- Passes.h - Residual stream transforms --------------------*- C++ -*-===//
+//
+// Option enums, pass declarations and registration of the residual stream
+// transformation passes (generated from Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_TRANSFORMS_PASSES_H
+#define REWIRE_PASSES_TRANSFORMS_PASSES_H
+
+#include "dialects/nn/NNDialect.h"
+#include "dialects/residual/ResidualDialect.h"
+
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace rewire {
+
+/// The residual forms residual-rewrite produces.
+enum class RewriteKind { rezero, skipinit, layerscale, review, highway };
+/// Gate width of the gated forms.
+enum class GateWidth { channel, row };
+/// How new parameters are initialized.
+enum class InitMode { paper, identity };
+
+#define GEN_PASS_DECL
+#include "passes/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Transforms/Passes.h.inc"
+
+} // namespace rewire
+
+#endif // REWIRE_PASSES_TRANSFORMS_PASSES_H

@@ -1,0 +1,83 @@
+//===- Passes.td - Residual stream transforms ---------------*- tablegen -*-===//
+//
+// Declares the transformation passes over residual streams. Each pass is
+// defined in its own .cpp file through GEN_PASS_DEF_<NAME>.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_TRANSFORMS_PASSES_TD
+#define REWIRE_PASSES_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
+  let summary = "Rewrite plain residual adds into a learned or gated form";
+  let description = [{
+    Turns every `residual.add` of the module into the form chosen by `kind`,
+    adds the form's new parameters as named `ml_program.global` symbols
+    (`stream<S>.layer<L>.<kind>.<name>`, see docs/parameters.md) with an
+    `#nn.init` initializer, and loads them next to the update.
+
+    | kind | becomes | parameters (`init=paper`) | `init=identity` |
+    |---|---|---|---|
+    | `rezero`, `skipinit` | `scale_add`, scalar alpha | alpha = 0 | alpha = 1 (exact) |
+    | `layerscale` | `scale_add`, per-channel lambda | lambda by depth (CaiT: 0.1 / 1e-5 / 1e-6) | lambda = 1 (exact) |
+    | `review` | `gated_add review` | W = 0, b = 0 (r = 0.5) | W = 0, b = 20: r = 1 in f32 (additive only; the gate starts saturated) |
+    | `highway` | `gated_add highway` | W ~ N(0, 0.02), b = `highway-bias` | W = 0, b = 20 (additive only) |
+
+    `init=identity` makes the rewritten model compute exactly the original
+    function at step 0; the convex combine cannot (r = 1 drops the state), and
+    the pass reports an error instead. `combine` and `gate` choose the
+    additive or convex combine and a per-channel or per-row gate.
+
+    Example: `rewire-opt --residual-rewrite="kind=review gate=row" model.mlir`.
+  }];
+  let options = [
+    Option<"kind", "kind", "::rewire::RewriteKind",
+           "::rewire::RewriteKind::review",
+           "Residual form to rewrite into",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::RewriteKind::rezero, "rezero",
+                        "h + alpha * u, scalar alpha (ReZero)"),
+             clEnumValN(::rewire::RewriteKind::skipinit, "skipinit",
+                        "h + alpha * u, scalar alpha (SkipInit)"),
+             clEnumValN(::rewire::RewriteKind::layerscale, "layerscale",
+                        "h + diag(lambda) u (LayerScale, CaiT)"),
+             clEnumValN(::rewire::RewriteKind::review, "review",
+                        "gate conditioned on the state and the update"),
+             clEnumValN(::rewire::RewriteKind::highway, "highway",
+                        "gate conditioned on the state only"))}]>,
+    Option<"combine", "combine", "::rewire::residual::Combine",
+           "::rewire::residual::Combine::additive",
+           "How a gated form combines state and update",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::residual::Combine::additive, "additive",
+                        "h + r * u"),
+             clEnumValN(::rewire::residual::Combine::convex, "convex",
+                        "(1 - r) * h + r * u"))}]>,
+    Option<"gate", "gate", "::rewire::GateWidth", "::rewire::GateWidth::channel",
+           "Gate width of a gated form",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::GateWidth::channel, "channel",
+                        "one gate per channel (G = d)"),
+             clEnumValN(::rewire::GateWidth::row, "row",
+                        "one gate per row (G = 1)"))}]>,
+    Option<"init", "init", "::rewire::InitMode", "::rewire::InitMode::paper",
+           "Initialization of the new parameters",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::InitMode::paper, "paper",
+                        "as the paper prescribes"),
+             clEnumValN(::rewire::InitMode::identity, "identity",
+                        "so that the model computes the original function"))}]>,
+    Option<"eps", "eps", "double", "1e-6",
+           "rms epsilon of the review gate">,
+    Option<"highwayBias", "highway-bias", "double", "-2.0",
+           "Initial gate bias of the highway form (paper: -1 to -3)">,
+  ];
+  let dependentDialects = [
+    "::rewire::residual::ResidualDialect",
+    "::rewire::nn::NNDialect",
+    "::mlir::ml_program::MLProgramDialect",
+  ];
+}
+
+#endif // REWIRE_PASSES_TRANSFORMS_PASSES_TD

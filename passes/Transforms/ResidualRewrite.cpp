@@ -1,0 +1,211 @@
+//===- ResidualRewrite.cpp - Rewrite residual adds into learned forms -----===//
+//
+// Implements residual-rewrite: each residual.add becomes a scale_add or a
+// gated_add with new named parameters, initialized as the paper prescribes
+// or so that the model keeps computing its original function.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Transforms/Passes.h"
+
+#include "dialects/nn/NNParameters.h"
+#include "dialects/residual/ResidualOps.h"
+#include "rewire/Support/InitRules.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace rewire {
+#define GEN_PASS_DEF_RESIDUALREWRITE
+#include "passes/Transforms/Passes.h.inc"
+} // namespace rewire
+
+using namespace mlir;
+using namespace rewire;
+using residual::Combine;
+
+namespace {
+
+/// Gate bias that saturates sigmoid to exactly 1.0 in f32 (sigmoid(20) =
+/// 1 - 2.1e-9 rounds to 1), used for identity initialization of gates.
+constexpr double kSaturatedGateBias = 20.0;
+
+StringRef kindName(RewriteKind kind) {
+  switch (kind) {
+  case RewriteKind::rezero:
+    return "rezero";
+  case RewriteKind::skipinit:
+    return "skipinit";
+  case RewriteKind::layerscale:
+    return "layerscale";
+  case RewriteKind::review:
+    return "review";
+  case RewriteKind::highway:
+    return "highway";
+  }
+  return "unknown";
+}
+
+nn::InitAttr makeInit(MLIRContext *ctx, nn::InitKind kind, double a = 0.0,
+                      double b = 0.0) {
+  return nn::InitAttr::get(ctx, kind, APFloat(a), APFloat(b));
+}
+
+nn::InitAttr constantInit(MLIRContext *ctx, double value) {
+  if (value == 0.0)
+    return makeInit(ctx, nn::InitKind::zeros);
+  if (value == 1.0)
+    return makeInit(ctx, nn::InitKind::ones);
+  return makeInit(ctx, nn::InitKind::constant, value);
+}
+
+struct ResidualRewritePass
+    : public rewire::impl::ResidualRewriteBase<ResidualRewritePass> {
+  using ResidualRewriteBase::ResidualRewriteBase;
+
+  void runOnOperation() override;
+
+private:
+  /// Adds parameter `<prefix>.<suffix>` and loads it before `op`.
+  FailureOr<Value> addParameter(residual::AddOp op, StringRef suffix,
+                                RankedTensorType type, Attribute init);
+  LogicalResult rewriteScale(residual::AddOp op, int64_t depth);
+  LogicalResult rewriteGated(residual::AddOp op);
+
+  bool gated() const {
+    return kind == RewriteKind::review || kind == RewriteKind::highway;
+  }
+};
+
+} // namespace
+
+FailureOr<Value> ResidualRewritePass::addParameter(residual::AddOp op,
+                                                   StringRef suffix,
+                                                   RankedTensorType type,
+                                                   Attribute init) {
+  std::string name = llvm::formatv("stream{0}.layer{1}.{2}.{3}", op.getStream(),
+                                   op.getLayer(), kindName(kind), suffix)
+                         .str();
+  auto global =
+      nn::createParameter(getOperation(), op.getLoc(), name, type, init);
+  if (failed(global))
+    return failure();
+  OpBuilder builder(op);
+  return nn::loadParameter(builder, op.getLoc(), *global);
+}
+
+LogicalResult ResidualRewritePass::rewriteScale(residual::AddOp op,
+                                                int64_t depth) {
+  MLIRContext *ctx = &getContext();
+  auto stateType = op.getH().getType();
+  Type elt = stateType.getElementType();
+  RankedTensorType alphaType;
+  double value;
+  StringRef suffix;
+  if (kind == RewriteKind::layerscale) {
+    int64_t axis =
+        cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
+    int64_t d = stateType.getDimSize(axis);
+    if (ShapedType::isDynamic(d))
+      return op.emitError("residual-rewrite: kind=layerscale needs a static "
+                          "feature size to create per-channel parameters");
+    alphaType = RankedTensorType::get({d}, elt);
+    value = init == InitMode::identity ? 1.0 : *layerScaleInit(depth);
+    suffix = "lambda";
+  } else {
+    alphaType = RankedTensorType::get({}, elt);
+    value = init == InitMode::identity ? 1.0 : 0.0;
+    suffix = "alpha";
+  }
+  auto alpha = addParameter(op, suffix, alphaType, constantInit(ctx, value));
+  if (failed(alpha))
+    return failure();
+  OpBuilder builder(op);
+  auto scaled = residual::ScaleAddOp::create(
+      builder, op.getLoc(), op.getH(), op.getU(), *alpha, op.getAxis(),
+      op.getStream(), op.getLayer());
+  op.replaceAllUsesWith(scaled.getResult());
+  op.erase();
+  return success();
+}
+
+LogicalResult ResidualRewritePass::rewriteGated(residual::AddOp op) {
+  MLIRContext *ctx = &getContext();
+  bool review = kind == RewriteKind::review;
+  auto stateType = op.getH().getType();
+  Type elt = stateType.getElementType();
+  int64_t axis =
+      cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
+  int64_t d = stateType.getDimSize(axis);
+  if (ShapedType::isDynamic(d))
+    return op.emitError() << "residual-rewrite: kind=" << kindName(kind)
+                          << " needs a static feature size to create its "
+                             "gate parameters";
+  int64_t g = gate == GateWidth::channel ? d : 1;
+  int64_t in = review ? 2 * d : d;
+
+  Attribute weightInit, biasInit;
+  if (init == InitMode::identity) {
+    weightInit = makeInit(ctx, nn::InitKind::zeros);
+    biasInit = constantInit(ctx, kSaturatedGateBias);
+  } else if (review) {
+    weightInit = makeInit(ctx, nn::InitKind::zeros);
+    biasInit = makeInit(ctx, nn::InitKind::zeros);
+  } else {
+    weightInit = makeInit(ctx, nn::InitKind::normal, 0.0, 0.02);
+    biasInit = constantInit(ctx, highwayBias);
+  }
+  auto weight = addParameter(op, "W", RankedTensorType::get({in, g}, elt),
+                             weightInit);
+  if (failed(weight))
+    return failure();
+  auto bias = addParameter(op, "b", RankedTensorType::get({g}, elt), biasInit);
+  if (failed(bias))
+    return failure();
+  OpBuilder builder(op);
+  auto gateKind = review ? residual::GateKind::review
+                         : residual::GateKind::highway;
+  FloatAttr epsAttr = review ? builder.getF64FloatAttr(eps) : FloatAttr();
+  auto gatedOp = residual::GatedAddOp::create(
+      builder, op.getLoc(), stateType, gateKind, combine, op.getH(), op.getU(),
+      *weight, *bias, epsAttr, op.getAxis(), op.getStream(), op.getLayer());
+  op.replaceAllUsesWith(gatedOp.getResult());
+  op.erase();
+  return success();
+}
+
+void ResidualRewritePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (gated() && init == InitMode::identity && combine == Combine::convex) {
+    module.emitError() << "residual-rewrite: kind=" << kindName(kind)
+                       << " combine=convex has no identity initialization "
+                          "(a gate of 1 drops the state h); use init=paper or "
+                          "combine=additive";
+    return signalPassFailure();
+  }
+  if (!gated() && combine == Combine::convex) {
+    module.emitError() << "residual-rewrite: combine=convex applies only to "
+                          "the gated kinds (review, highway), not kind="
+                       << kindName(kind);
+    return signalPassFailure();
+  }
+  if (!(eps > 0.0)) {
+    module.emitError() << "residual-rewrite: eps must be positive, got " << eps;
+    return signalPassFailure();
+  }
+
+  SmallVector<residual::AddOp> adds;
+  llvm::DenseMap<int64_t, int64_t> depth; // updates per stream
+  module.walk([&](residual::AddOp op) {
+    adds.push_back(op);
+    ++depth[static_cast<int64_t>(op.getStream())];
+  });
+
+  for (residual::AddOp op : adds) {
+    LogicalResult result =
+        gated() ? rewriteGated(op)
+                : rewriteScale(op, depth[static_cast<int64_t>(op.getStream())]);
+    if (failed(result))
+      return signalPassFailure();
+  }
+}
