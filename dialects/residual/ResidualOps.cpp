@@ -205,8 +205,10 @@ LogicalResult MixOp::verify() {
   int64_t want = softmax ? k : k + 1;
   auto weights = getWeights().getType();
   if (weights.getRank() != 1 || !dimsAgree(weights.getDimSize(0), want))
-    return emitOpError() << "'weights' must be tensor<" << want << "x"
-                         << state->type.getElementType() << "> ("
+    return emitOpError() << "'weights' must be "
+                         << RankedTensorType::get(
+                                {want}, state->type.getElementType())
+                         << " ("
                          << (softmax ? "one logit per state"
                                      : "one weight per state plus one for y")
                          << "), got " << weights;

@@ -1,0 +1,40 @@
+# lit configuration of Rewire's IR tests (FileCheck) and, through
+# unit/lit.cfg.py, its gtest unit tests.
+#
+# Features set here, for REQUIRES/UNSUPPORTED lines:
+#   cuda-gpu      a CUDA driver and at least one GPU answer at test time
+#                 (detected now, never at CMake time; see utils/cuda_detect.py)
+#   cuda-toolkit  ptxas from the CUDA toolkit is installed (compile-only tests)
+import os
+import sys
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "Rewire"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.rewire_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "utils", "unit"]
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%rewire_src", config.rewire_src_root))
+
+# Our tools first, then LLVM's (FileCheck, not, count).
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.rewire_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    [ToolSubst("rewire-opt", unresolved="fatal")], [config.rewire_tools_dir])
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "utils"))
+import cuda_detect  # noqa: E402
+
+gpu = cuda_detect.detect()
+if gpu.available:
+    config.available_features.add("cuda-gpu")
+lit_config.note("cuda-gpu: " + gpu.describe())
+if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
+    config.available_features.add("cuda-toolkit")
