@@ -126,14 +126,6 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   return {};
 }
 
-LogicalResult CastOp::verify() {
-  auto in = getX().getType(), out = getResult().getType();
-  if (in.getShape() != out.getShape())
-    return emitOpError() << "result shape must equal the operand's, got "
-                         << in << " -> " << out;
-  return success();
-}
-
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getX().getType() == getResult().getType())
     return getX();

@@ -34,7 +34,7 @@ class NN_InferOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 class NN_BinaryOp<string mnemonic, string what>
-    : NN_InferOp<mnemonic, [Elementwise]> {
+    : NN_InferOp<mnemonic> {
   let summary = "elementwise " # what # " with multidirectional broadcasting";
   let description = [{
     ONNX semantics: the operands broadcast NumPy-style (trailing dimensions
@@ -495,7 +495,8 @@ def NN_WhereOp : NN_InferOp<"where"> {
 def NN_CastOp : NN_Op<"cast", [Pure, Elementwise]> {
   let summary = "convert the element type (ONNX Cast)";
   let description = [{
-    Same shape, element type of the result.
+    Same shape (checked by the `Elementwise` trait), element type of the
+    result.
 
     Example:
     ```mlir
@@ -505,7 +506,6 @@ def NN_CastOp : NN_Op<"cast", [Pure, Elementwise]> {
   let arguments = (ins NN_Tensor:$x);
   let results = (outs NN_Tensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
-  let hasVerifier = 1;
   let hasFolder = 1;
 }
 
