@@ -12,14 +12,13 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
-#include "mlir/Dialect/Affine/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Func/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -37,6 +36,15 @@
 #include "mlir/Dialect/Tensor/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
+#include "mlir/Dialect/MLProgram/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -50,24 +58,58 @@ void rewire::registerRewireDialects(mlir::DialectRegistry &registry) {
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::ml_program::MLProgramDialect, mlir::scf::SCFDialect,
                   mlir::tensor::TensorDialect, mlir::vector::VectorDialect>();
-  // Bufferization, inliner and to-LLVM interfaces of the upstream dialects.
+  // Inliner, to-LLVM and transform-dialect extensions of upstream dialects.
   mlir::registerAllExtensions(registry);
+  // One-shot bufferization and tiling of the ops our lowerings produce.
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::ml_program::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::vector::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::linalg::registerTilingInterfaceExternalModels(registry);
+  mlir::tensor::registerTilingInterfaceExternalModels(registry);
 }
 
 void rewire::registerRewirePasses() {
   rewire::registerRewireTransformsPasses();
 
+  // Generic transforms: canonicalize, cse, inline, symbol-dce, sccp, ...
   mlir::registerTransformsPasses();
-  mlir::registerConversionPasses();
+  // Tensor-level and bufferization passes of the CPU and GPU pipelines.
   mlir::registerLinalgPasses();
-  mlir::registerGPUPasses();
   mlir::registerSCFPasses();
-  mlir::affine::registerAffinePasses();
   mlir::arith::registerArithPasses();
   mlir::bufferization::registerBufferizationPasses();
-  mlir::func::registerFuncPasses();
+  mlir::bufferization::registerBufferizationPipelines();
   mlir::memref::registerMemRefPasses();
   mlir::ml_program::registerMLProgramPasses();
   mlir::tensor::registerTensorPasses();
   mlir::vector::registerVectorPasses();
+  // Kernel outlining, NVVM targets, module-to-binary.
+  mlir::registerGPUPasses();
+
+  // The conversions to LLVM and NVVM our pipelines use (not every upstream
+  // conversion: no SPIR-V, ROCDL, EmitC, ...).
+  mlir::registerLowerAffinePass();
+  mlir::registerConvertBufferizationToMemRefPass();
+  mlir::registerConvertLinalgToStandardPass();
+  mlir::registerConvertTensorToLinalgPass();
+  mlir::registerSCFToControlFlowPass();
+  mlir::registerConvertVectorToSCF();
+  mlir::registerConvertVectorToLLVMPass();
+  mlir::registerFinalizeMemRefToLLVMConversionPass();
+  mlir::registerConvertToLLVMPass();
+  mlir::registerConvertFuncToLLVMPass();
+  mlir::registerArithToLLVMConversionPass();
+  mlir::registerConvertMathToLLVMPass();
+  mlir::registerConvertMathToLibmPass();
+  mlir::registerConvertControlFlowToLLVMPass();
+  mlir::registerConvertIndexToLLVMPass();
+  mlir::registerReconcileUnrealizedCastsPass();
+  mlir::registerConvertGpuOpsToNVVMOps();
+  mlir::registerConvertNVVMToLLVMPass();
+  mlir::registerGpuToLLVMConversionPass();
 }
