@@ -1,0 +1,36 @@
+"""Adds up a lit xunit report into the one line CI reads: `N passed, N failed`.
+
+Unsupported tests (e.g. `REQUIRES: cuda-gpu` on a machine without a GPU) are
+listed on the line before, never counted as passed. A missing or empty report
+counts as a failure: a test run that ran nothing must not look green.
+"""
+import sys
+import xml.etree.ElementTree as ET
+
+
+def main(path):
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        print("summarize_tests: cannot read %s: %s" % (path, e))
+        print("0 passed, 1 failed")
+        return 1
+    passed = failed = skipped = 0
+    for case in root.iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+        elif case.find("skipped") is not None:
+            skipped += 1
+        else:
+            passed += 1
+    if passed + failed == 0:
+        failed = 1
+        print("summarize_tests: no test ran")
+    if skipped:
+        print("%d unsupported on this machine (not counted)" % skipped)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
