@@ -646,3 +646,85 @@ func.func @attn_scale(%q: tensor<1x2x16x8xf32>) {
   %0 = nn.attention %q, %q, %q {scale = -1.0 : f32} : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32>
   return
 }
+
+// -----
+
+func.func @div_shape(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
+  // expected-error @+2 {{operand #1 of shape [2] does not broadcast with shape [2x3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.div %a, %b : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @pow_dtype(%a: tensor<3xf32>, %b: tensor<3xi32>) {
+  // expected-error @+2 {{operand #1 has element type i32, expected f32 like the other operands}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.pow %a, %b : (tensor<3xf32>, tensor<3xi32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @sigmoid_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "nn.sigmoid"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+func.func @tanh_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "nn.tanh"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+func.func @erf_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "nn.erf"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+func.func @sqrt_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "nn.sqrt"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+func.func @neg_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "nn.neg"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+func.func @gelu_int(%a: tensor<2x3xi32>) {
+  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  %0 = nn.gelu %a : tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @gelu_approx(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'approximate' [none, tanh]}}
+  %0 = nn.gelu %a approximate erf : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @constant_type() {
+  // expected-error @+1 {{all of {value, result} have same type}}
+  %0 = "nn.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
+  return
+}
