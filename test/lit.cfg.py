@@ -20,7 +20,6 @@ config.test_exec_root = os.path.join(config.rewire_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "utils", "unit", "Inputs"]
 
 llvm_config.use_default_substitutions()
-config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%rewire_src", config.rewire_src_root))
 
 # Our tools first, then LLVM's (FileCheck, not, count).

@@ -554,4 +554,37 @@ def NN_AttentionOp : NN_InferOp<"attention"> {
       "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// Import
+//===----------------------------------------------------------------------===//
+
+def NN_OnnxNodeOp : NN_Op<"onnx_node"> {
+  let summary = "an ONNX node in generic form, before or instead of legalization";
+  let description = [{
+    The faithful generic form of one ONNX node: its operator type, domain and
+    the opset the model imports for that domain, its node name, and all of
+    its attributes (`attrs`, converted to MLIR attributes). The importer
+    creates one per node and immediately legalizes it into nn ops with the
+    handler registered for `(domain, op_type, opset)`; it stays in the IR only
+    when the op is unsupported and `--allow-unsupported` is given. Absent
+    optional inputs (ONNX's empty input names) are listed by position in
+    `absent_inputs`. Results whose type the model does not declare have type
+    `none`.
+
+    Example:
+    ```mlir
+    %y = nn.onnx_node "MyCustomOp"(%x) {domain = "com.example", opset = 1 : i64,
+        node_name = "/block/custom", attrs = {alpha = 5.000000e-01 : f32}}
+        : (tensor<2x8xf32>) -> none
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$op_type,
+                       StrAttr:$domain, I64Attr:$opset, StrAttr:$node_name,
+                       DictionaryAttr:$attrs,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$absent_inputs);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let assemblyFormat =
+      "$op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, results)";
+}
+
 #endif // REWIRE_NN_OPS_TD

@@ -1,0 +1,63 @@
+//===- OnnxImport.h - Import ONNX models into the nn dialect ----*- C++ -*-===//
+//
+// The public API of the ONNX importer: read an untrusted .onnx file with
+// explicit limits, build the faithful generic form of every node
+// (nn.onnx_node), legalize each into nn ops with the handler registered for
+// its (domain, op type, opset), and write the weights to a safetensors file
+// next to the IR (parameters are ml_program.global symbols named after the
+// initializers).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_IMPORT_ONNXIMPORT_H
+#define REWIRE_IMPORT_ONNXIMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstdint>
+#include <string>
+
+namespace rewire::onnx_import {
+
+/// Limits on untrusted model files; every one is a command-line flag of
+/// rewire-import. See SECURITY.md.
+struct ImportLimits {
+  int64_t maxFileBytes = int64_t(2) << 30;   ///< protobuf's own hard limit
+  int64_t maxNodes = 1000000;                ///< nodes in the main graph
+  int64_t maxRank = 16;                      ///< rank of any tensor
+  int64_t maxTensorElements = int64_t(1) << 32; ///< elements of one tensor
+  int64_t maxRecursionDepth = 64;            ///< protobuf message nesting
+};
+
+struct ImportOptions {
+  ImportLimits limits;
+  /// Keep unsupported nodes as generic nn.onnx_node ops instead of failing.
+  bool allowUnsupported = false;
+  /// Sizes for symbolic dimensions (dim_param); unbound ones stay dynamic.
+  llvm::StringMap<int64_t> dimBindings;
+  /// Where to write parameter values (safetensors); empty: do not write.
+  std::string parameterFile;
+  /// Name recorded in the module's nn.parameter_file attribute.
+  std::string parameterFileRef;
+  /// Float initializers with more elements than this become parameters;
+  /// smaller ones (scalars such as attention scales) stay constants.
+  int64_t maxConstantElements = 1;
+};
+
+/// What went wrong, for the tool's exit code.
+enum class ImportStatus { ok, invalid, unsupported, io };
+
+struct ImportResult {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  ImportStatus status = ImportStatus::ok;
+};
+
+/// Imports `path`. Diagnostics go to the context's diagnostic handler; on
+/// failure `module` is null and `status` says why.
+ImportResult importOnnxFile(llvm::StringRef path, mlir::MLIRContext *context,
+                            const ImportOptions &options);
+
+} // namespace rewire::onnx_import
+
+#endif // REWIRE_IMPORT_ONNXIMPORT_H

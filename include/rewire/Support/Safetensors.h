@@ -1,0 +1,42 @@
+//===- Safetensors.h - Write tensors in the safetensors format ---*- C++ -*-===//
+//
+// MLIR-free writer of the safetensors format (an 8-byte little-endian header
+// size, a JSON header mapping names to dtype/shape/offsets, then the raw
+// little-endian data). Files are written atomically: a temporary file in the
+// same directory, fsync, rename, so a crash never leaves a half-written file.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_SUPPORT_SAFETENSORS_H
+#define REWIRE_SUPPORT_SAFETENSORS_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rewire {
+
+/// One tensor to write: `data` holds `shape`'s elements of `dtype` ("F32",
+/// "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"),
+/// little-endian, row-major.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string data;
+};
+
+/// Size in bytes of one element of `dtype`, or 0 when unknown.
+size_t safetensorsDtypeSize(const std::string &dtype);
+
+/// Writes `entries` (names must be unique) and string `metadata` to `path`
+/// atomically. Returns an error message on failure, std::nullopt on success.
+std::optional<std::string>
+writeSafetensors(const std::string &path,
+                 const std::vector<SafetensorsEntry> &entries,
+                 const std::map<std::string, std::string> &metadata = {});
+
+} // namespace rewire
+
+#endif // REWIRE_SUPPORT_SAFETENSORS_H

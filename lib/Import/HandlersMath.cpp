@@ -1,0 +1,258 @@
+//===- HandlersMath.cpp - Legalization of ONNX math ops -------------------===//
+//
+// Handlers for elementwise arithmetic and activations, MatMul and Gemm,
+// Softmax, the normalizations and reductions, and the identity-like ops
+// (Identity, Dropout in inference). Integer arithmetic on constants (shape
+// computations) is folded here so that Reshape and friends see constants.
+//
+//===----------------------------------------------------------------------===//
+#include "OnnxInternal.h"
+
+#include "rewire/Support/Shape.h"
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::onnx_import;
+
+namespace {
+
+/// Folds integer arithmetic on constant operands of equal size or where one
+/// side has a single element (the shape computations exporters emit).
+std::optional<Value> foldIntBinary(NodeContext &c, Value lhs, Value rhs) {
+  auto a = c.constantInts(lhs), bb = c.constantInts(rhs);
+  if (!a || !bb)
+    return std::nullopt;
+  auto lt = cast<RankedTensorType>(lhs.getType());
+  auto rt = cast<RankedTensorType>(rhs.getType());
+  if (lt.getElementType() != rt.getElementType())
+    return std::nullopt;
+  size_t n = std::max(a->size(), bb->size());
+  if ((a->size() != n && a->size() != 1) || (bb->size() != n && bb->size() != 1))
+    return std::nullopt;
+  StringRef op = c.node.getOpType();
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = (*a)[a->size() == 1 ? 0 : i];
+    int64_t y = (*bb)[bb->size() == 1 ? 0 : i];
+    if (op == "Add")
+      out.push_back(x + y);
+    else if (op == "Sub")
+      out.push_back(x - y);
+    else if (op == "Mul")
+      out.push_back(x * y);
+    else if (op == "Div" && y != 0)
+      out.push_back(x / y);
+    else
+      return std::nullopt;
+  }
+  auto shape = broadcastShapes(
+      std::vector<int64_t>(lt.getShape().begin(), lt.getShape().end()),
+      std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end()));
+  if (!shape)
+    return std::nullopt;
+  auto type = RankedTensorType::get(*shape, lt.getElementType());
+  SmallVector<APInt> bits;
+  for (int64_t v : out)
+    bits.push_back(APInt(lt.getElementType().getIntOrFloatBitWidth(), v,
+                         /*isSigned=*/true));
+  return nn::ConstantOp::create(c.b, c.loc(), type,
+                                DenseIntElementsAttr::get(type, bits))
+      .getResult();
+}
+
+template <typename OpTy>
+HandlerResult binary(NodeContext &c) {
+  auto lhs = c.tensorInput(0), rhs = c.tensorInput(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (auto folded = foldIntBinary(c, *lhs, *rhs))
+    return SmallVector<Value>{*folded};
+  auto op = createInferred<OpTy>(c, {*lhs, *rhs});
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>{*op};
+}
+
+template <typename OpTy>
+HandlerResult unary(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return c.error() << "expects a floating-point input, got "
+                     << x->getType();
+  return SmallVector<Value>{OpTy::create(c.b, c.loc(), *x)};
+}
+
+HandlerResult gelu(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  std::string approx = c.stringAttr("approximate").value_or("none");
+  auto kind = nn::symbolizeGeluApproximation(approx);
+  if (!kind)
+    return c.error() << "approximate must be 'none' or 'tanh', got '"
+                     << approx << "'";
+  return SmallVector<Value>{nn::GeluOp::create(c.b, c.loc(), *x, *kind)};
+}
+
+HandlerResult identity(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  return SmallVector<Value>{*x};
+}
+
+HandlerResult dropout(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (Value training = c.input(2)) {
+    auto t = c.constantInts(training);
+    if (!t || llvm::any_of(*t, [](int64_t v) { return v != 0; }))
+      return c.error() << "only inference mode (training_mode = false) is "
+                          "supported";
+  }
+  return SmallVector<Value>{*x}; // the mask output is not computed
+}
+
+HandlerResult matmul(NodeContext &c) {
+  auto a = c.tensorInput(0), bb = c.tensorInput(1);
+  if (failed(a) || failed(bb))
+    return failure();
+  auto op = createInferred<nn::MatMulOp>(c, {*a, *bb});
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>{*op};
+}
+
+HandlerResult gemm(NodeContext &c) {
+  auto a = c.tensorInput(0), bb = c.tensorInput(1);
+  if (failed(a) || failed(bb))
+    return failure();
+  SmallVector<Value> operands = {*a, *bb};
+  if (Value cc = c.input(2))
+    operands.push_back(cc);
+  SmallVector<NamedAttribute> attrs = {
+      c.b.getNamedAttr("alpha", c.b.getF32FloatAttr(c.floatAttrOr("alpha", 1.0))),
+      c.b.getNamedAttr("beta", c.b.getF32FloatAttr(c.floatAttrOr("beta", 1.0)))};
+  if (c.intAttrOr("transA", 0))
+    attrs.push_back(c.b.getNamedAttr("transA", c.b.getUnitAttr()));
+  if (c.intAttrOr("transB", 0))
+    attrs.push_back(c.b.getNamedAttr("transB", c.b.getUnitAttr()));
+  auto op = createInferred<nn::GemmOp>(c, operands, attrs);
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>{*op};
+}
+
+HandlerResult softmax(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  int64_t axis = c.intAttrOr("axis", -1);
+  if (!normalizeAxis(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank "
+                     << rank;
+  return SmallVector<Value>{
+      nn::SoftmaxOp::create(c.b, c.loc(), *x, c.b.getI64IntegerAttr(axis))};
+}
+
+HandlerResult layerNorm(NodeContext &c) {
+  auto x = c.tensorInput(0), scale = c.tensorInput(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto op = nn::LayerNormOp::create(
+      c.b, c.loc(), x->getType(), *x, *scale, c.input(2),
+      c.b.getI64IntegerAttr(c.intAttrOr("axis", -1)),
+      c.b.getF32FloatAttr(c.floatAttrOr("epsilon", 1e-5)));
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return SmallVector<Value>{op}; // Mean and InvStdDev are not computed
+}
+
+HandlerResult batchNorm(NodeContext &c) {
+  if (c.intAttrOr("training_mode", 0) != 0)
+    return c.error() << "only inference mode (training_mode = 0) is supported";
+  SmallVector<Value> in;
+  for (unsigned i = 0; i < 5; ++i) {
+    auto v = c.tensorInput(i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  if (in[1].getType() != in[2].getType() ||
+      in[1].getType() != in[3].getType() || in[1].getType() != in[4].getType())
+    return c.error() << "scale, B, input_mean and input_var must have the "
+                        "same type";
+  auto op = nn::BatchNormOp::create(
+      c.b, c.loc(), in[0].getType(), in[0], in[1], in[2], in[3], in[4],
+      c.b.getF32FloatAttr(c.floatAttrOr("epsilon", 1e-5)));
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return SmallVector<Value>{op};
+}
+
+template <typename OpTy>
+HandlerResult reduce(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  SmallVector<int64_t> axes;
+  bool axesAsInput = c.node.getOpType() == "ReduceSum" ? c.opset() >= 13
+                                                       : c.opset() >= 18;
+  if (axesAsInput) {
+    if (c.input(1)) {
+      auto a = c.constantIntsInput(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else if (auto a = c.intsAttr("axes")) {
+    axes = *a;
+  }
+  if (axes.empty() && c.intAttrOr("noop_with_empty_axes", 0))
+    return SmallVector<Value>{*x};
+  bool keepdims = c.intAttrOr("keepdims", 1) != 0;
+  auto op = createInferred<OpTy>(
+      c, {*x},
+      {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+       c.b.getNamedAttr("keepdims", c.b.getBoolAttr(keepdims))});
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>{*op};
+}
+
+const Handler kHandlers[] = {
+    {"Add", 13, 21, binary<nn::AddOp>},
+    {"Sub", 13, 21, binary<nn::SubOp>},
+    {"Mul", 13, 21, binary<nn::MulOp>},
+    {"Div", 13, 21, binary<nn::DivOp>},
+    {"Pow", 13, 21, binary<nn::PowOp>},
+    {"Relu", 13, 21, unary<nn::ReluOp>},
+    {"Sigmoid", 13, 21, unary<nn::SigmoidOp>},
+    {"Tanh", 13, 21, unary<nn::TanhOp>},
+    {"Erf", 13, 21, unary<nn::ErfOp>},
+    {"Exp", 13, 21, unary<nn::ExpOp>},
+    {"Sqrt", 13, 21, unary<nn::SqrtOp>},
+    {"Neg", 13, 21, unary<nn::NegOp>},
+    {"Gelu", 20, 21, gelu},
+    {"Identity", 13, 21, identity},
+    {"Dropout", 13, 21, dropout},
+    {"MatMul", 13, 21, matmul},
+    {"Gemm", 13, 21, gemm},
+    {"Softmax", 13, 21, softmax},
+    {"LayerNormalization", 17, 21, layerNorm},
+    {"BatchNormalization", 13, 21, batchNorm},
+    {"ReduceMean", 13, 21, reduce<nn::ReduceMeanOp>},
+    {"ReduceSum", 13, 21, reduce<nn::ReduceSumOp>},
+};
+
+} // namespace
+
+ArrayRef<Handler> rewire::onnx_import::mathHandlers() { return kHandlers; }

@@ -1,0 +1,387 @@
+//===- HandlersShape.cpp - Legalization of ONNX shape ops -----------------===//
+//
+// Handlers for Reshape, Flatten, Transpose, Concat, Split, Slice, Gather,
+// Unsqueeze, Squeeze, Shape, Cast and Where. Constant operands of shape
+// computations (ONNX passes shapes, axes and indices as tensors) become
+// attributes; operations on constant integer tensors are folded so that the
+// shape chains exporters emit disappear at import.
+//
+//===----------------------------------------------------------------------===//
+#include "OnnxInternal.h"
+
+#include "rewire/Support/Shape.h"
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::onnx_import;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// An nn.constant of `type` with integer `values`.
+Value intConstant(NodeContext &c, RankedTensorType type,
+                  ArrayRef<int64_t> values) {
+  SmallVector<APInt> bits;
+  unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  for (int64_t v : values)
+    bits.push_back(APInt(width, v, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return nn::ConstantOp::create(c.b, c.loc(), type,
+                                DenseIntElementsAttr::get(type, bits));
+}
+
+HandlerResult single(FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  return SmallVector<Value>{*v};
+}
+
+template <typename OpTy>
+HandlerResult single(FailureOr<OpTy> op) {
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>{op->getResult()};
+}
+
+FailureOr<Value> reshapeTo(NodeContext &c, Value x, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, tensorType(x).getElementType());
+  if (auto ints = c.constantInts(x))
+    return intConstant(c, type, *ints);
+  auto op = nn::ReshapeOp::create(c.b, c.loc(), type, x);
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return op.getResult();
+}
+
+HandlerResult reshape(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto target = c.constantIntsInput(1, "shape");
+  if (failed(x) || failed(target))
+    return failure();
+  ArrayRef<int64_t> in = tensorType(*x).getShape();
+  bool allowZero = c.intAttrOr("allowzero", 0) != 0;
+  SmallVector<int64_t> out;
+  int64_t inferred = -1;
+  for (auto [i, d] : llvm::enumerate(*target)) {
+    if (d == 0 && !allowZero) {
+      if (i >= in.size())
+        return c.error() << "shape entry " << i
+                         << " is 0 (copy), but the input has rank "
+                         << in.size();
+      out.push_back(in[i]);
+    } else if (d == -1) {
+      if (inferred >= 0)
+        return c.error() << "shape has more than one -1 entry";
+      inferred = i;
+      out.push_back(ShapedType::kDynamic);
+    } else if (d < 0) {
+      return c.error() << "shape entry " << i << " is " << d;
+    } else {
+      out.push_back(d);
+    }
+  }
+  if (inferred >= 0) {
+    std::vector<int64_t> known;
+    for (auto [i, d] : llvm::enumerate(out))
+      if (static_cast<int64_t>(i) != inferred)
+        known.push_back(d);
+    auto numIn = checkedNumElements(std::vector<int64_t>(in.begin(), in.end()));
+    auto numKnown = checkedNumElements(known);
+    if (numIn && numKnown) {
+      if (*numKnown == 0 || *numIn % *numKnown != 0)
+        return c.error() << "cannot infer the -1 entry: " << *numIn
+                         << " elements do not divide into " << *numKnown;
+      out[inferred] = *numIn / *numKnown;
+    }
+  }
+  return single(reshapeTo(c, *x, out));
+}
+
+HandlerResult flatten(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> in = tensorType(*x).getShape();
+  int64_t rank = in.size();
+  int64_t axis = c.intAttrOr("axis", 1);
+  if (axis < -rank || axis > rank)
+    return c.error() << "axis " << axis << " is out of range for rank "
+                     << rank;
+  if (axis < 0)
+    axis += rank;
+  auto prod = [&](ArrayRef<int64_t> dims) -> int64_t {
+    auto n = checkedNumElements(std::vector<int64_t>(dims.begin(), dims.end()));
+    return n ? *n : ShapedType::kDynamic;
+  };
+  return single(reshapeTo(c, *x,
+                          {prod(in.take_front(axis)), prod(in.drop_front(axis))}));
+}
+
+HandlerResult transpose(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  if (auto perm = c.intsAttr("perm"))
+    attrs.push_back(c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(*perm)));
+  return single(createInferred<nn::TransposeOp>(c, {*x}, attrs));
+}
+
+HandlerResult concat(NodeContext &c) {
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < c.numInputs(); ++i) {
+    auto v = c.tensorInput(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  auto axis = c.intAttr("axis");
+  if (!axis)
+    return c.error() << "the 'axis' attribute is required";
+  // Concatenation of 1-D integer constants (shape vectors) folds.
+  SmallVector<int64_t> folded;
+  bool allConst = !inputs.empty();
+  for (Value v : inputs) {
+    auto ints = c.constantInts(v);
+    if (!ints || tensorType(v).getRank() != 1 ||
+        tensorType(v).getElementType() != tensorType(inputs[0]).getElementType()) {
+      allConst = false;
+      break;
+    }
+    folded.append(ints->begin(), ints->end());
+  }
+  if (allConst)
+    return SmallVector<Value>{intConstant(
+        c,
+        RankedTensorType::get({static_cast<int64_t>(folded.size())},
+                              tensorType(inputs[0]).getElementType()),
+        folded)};
+  return single(createInferred<nn::ConcatOp>(
+      c, inputs, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(*axis))}));
+}
+
+HandlerResult split(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> in = tensorType(*x).getShape();
+  int64_t axisAttr = c.intAttrOr("axis", 0);
+  auto axis = normalizeAxis(axisAttr, in.size());
+  if (!axis)
+    return c.error() << "axis " << axisAttr << " is out of range for rank "
+                     << in.size();
+  unsigned numOutputs = c.node.getNumResults();
+  SmallVector<int64_t> sizes;
+  if (c.input(1)) {
+    auto s = c.constantIntsInput(1, "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else if (auto s = c.intsAttr("split"); s && c.opset() < 13) {
+    sizes = *s;
+  } else {
+    int64_t dim = in[*axis];
+    if (ShapedType::isDynamic(dim))
+      return c.error() << "cannot split a dynamic dimension evenly";
+    int64_t n = c.opset() >= 18 ? c.intAttrOr("num_outputs", numOutputs)
+                                : numOutputs;
+    if (n < 1)
+      return c.error() << "num_outputs must be >= 1";
+    int64_t chunk = (dim + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+  }
+  if (sizes.size() != numOutputs)
+    return c.error() << "splits into " << sizes.size() << " pieces but has "
+                     << numOutputs << " outputs";
+  auto op = createInferred<nn::SplitOp>(
+      c, {*x},
+      {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(*axis)),
+       c.b.getNamedAttr("sizes", c.b.getDenseI64ArrayAttr(sizes))});
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>(op->getResults());
+}
+
+HandlerResult slice(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto starts = c.constantIntsInput(1, "starts");
+  auto ends = c.constantIntsInput(2, "ends");
+  if (failed(x) || failed(starts) || failed(ends))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {
+      c.b.getNamedAttr("starts", c.b.getDenseI64ArrayAttr(*starts)),
+      c.b.getNamedAttr("ends", c.b.getDenseI64ArrayAttr(*ends))};
+  if (c.input(3)) {
+    auto axes = c.constantIntsInput(3, "axes");
+    if (failed(axes))
+      return failure();
+    attrs.push_back(c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(*axes)));
+  }
+  if (c.input(4)) {
+    auto steps = c.constantIntsInput(4, "steps");
+    if (failed(steps))
+      return failure();
+    attrs.push_back(
+        c.b.getNamedAttr("steps", c.b.getDenseI64ArrayAttr(*steps)));
+  }
+  auto op = createInferred<nn::SliceOp>(c, {*x}, attrs);
+  if (failed(op))
+    return failure();
+  // Slices of 1-D integer constants (shape vectors) fold.
+  if (auto ints = c.constantInts(*x); ints && tensorType(*x).getRank() == 1 &&
+                                      op->getType().hasStaticShape()) {
+    int64_t n = ints->size();
+    int64_t step = (*op).getSteps() ? (*(*op).getSteps())[0] : 1;
+    int64_t start = (*starts)[0];
+    if (start < 0)
+      start += n;
+    start = std::max<int64_t>(0, std::min(start, step > 0 ? n : n - 1));
+    SmallVector<int64_t> out;
+    for (int64_t i = 0, v = start; i < op->getType().getDimSize(0);
+         ++i, v += step)
+      out.push_back((*ints)[v]);
+    Value folded = intConstant(c, op->getType(), out);
+    op->erase();
+    return SmallVector<Value>{folded};
+  }
+  return SmallVector<Value>{*op};
+}
+
+HandlerResult gather(NodeContext &c) {
+  auto data = c.tensorInput(0), indices = c.tensorInput(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  int64_t axisAttr = c.intAttrOr("axis", 0);
+  // Gathers from 1-D integer constants (picking a dimension) fold.
+  auto d = c.constantInts(*data), idx = c.constantInts(*indices);
+  if (d && idx && tensorType(*data).getRank() == 1) {
+    SmallVector<int64_t> out;
+    int64_t n = d->size();
+    for (int64_t i : *idx) {
+      if (i < -n || i >= n)
+        return c.error() << "index " << i << " is out of range for " << n
+                         << " elements";
+      out.push_back((*d)[i < 0 ? i + n : i]);
+    }
+    auto type = RankedTensorType::get(tensorType(*indices).getShape(),
+                                      tensorType(*data).getElementType());
+    return SmallVector<Value>{intConstant(c, type, out)};
+  }
+  return single(createInferred<nn::GatherOp>(
+      c, {*data, *indices},
+      {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axisAttr))}));
+}
+
+FailureOr<SmallVector<int64_t>> axesOf(NodeContext &c, bool required) {
+  if (c.input(1))
+    return c.constantIntsInput(1, "axes");
+  if (required)
+    return c.error() << "input #1 (axes) is missing";
+  return SmallVector<int64_t>();
+}
+
+HandlerResult unsqueeze(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto axes = axesOf(c, /*required=*/true);
+  if (failed(x) || failed(axes))
+    return failure();
+  auto op = createInferred<nn::UnsqueezeOp>(
+      c, {*x}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(*axes))});
+  if (failed(op))
+    return failure();
+  if (c.constantInts(*x)) {
+    auto shape = op->getType().getShape();
+    op->erase();
+    return single(reshapeTo(c, *x, shape));
+  }
+  return SmallVector<Value>{*op};
+}
+
+HandlerResult squeeze(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto axes = axesOf(c, /*required=*/false);
+  if (failed(x) || failed(axes))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  if (!axes->empty())
+    attrs.push_back(c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(*axes)));
+  auto op = createInferred<nn::SqueezeOp>(c, {*x}, attrs);
+  if (failed(op))
+    return failure();
+  if (c.constantInts(*x)) {
+    auto shape = op->getType().getShape();
+    op->erase();
+    return single(reshapeTo(c, *x, shape));
+  }
+  return SmallVector<Value>{*op};
+}
+
+HandlerResult shape(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> dims = tensorType(*x).getShape();
+  int64_t rank = dims.size();
+  int64_t start = c.intAttrOr("start", 0), end = c.intAttrOr("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  SmallVector<int64_t> out;
+  for (int64_t i = start; i < end; ++i) {
+    if (ShapedType::isDynamic(dims[i]))
+      return c.error() << "dimension " << i
+                       << " of the input is dynamic; bind symbolic "
+                          "dimensions with --dim NAME=SIZE";
+    out.push_back(dims[i]);
+  }
+  return SmallVector<Value>{makeI64Constant(c.b, c.loc(), out)};
+}
+
+HandlerResult castOp(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto to = c.intAttr("to");
+  if (!to)
+    return c.error() << "the 'to' attribute is required";
+  Type elt = elementTypeOf(c.b.getContext(), static_cast<int32_t>(*to));
+  if (!elt)
+    return c.error() << "cannot cast to ONNX data type " << *to;
+  auto type = RankedTensorType::get(tensorType(*x).getShape(), elt);
+  if (auto ints = c.constantInts(*x); ints && isa<IntegerType>(elt) &&
+                                      !elt.isInteger(1))
+    return SmallVector<Value>{intConstant(c, type, *ints)};
+  return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
+}
+
+HandlerResult where(NodeContext &c) {
+  auto cond = c.tensorInput(0), x = c.tensorInput(1), y = c.tensorInput(2);
+  if (failed(cond) || failed(x) || failed(y))
+    return failure();
+  if (!tensorType(*cond).getElementType().isInteger(1))
+    return c.error() << "the condition must be a bool tensor";
+  return single(createInferred<nn::WhereOp>(c, {*cond, *x, *y}));
+}
+
+const Handler kHandlers[] = {
+    {"Reshape", 13, 21, reshape},
+    {"Flatten", 13, 21, flatten},
+    {"Transpose", 13, 21, transpose},
+    {"Concat", 13, 21, concat},
+    {"Split", 13, 21, split},
+    {"Slice", 13, 21, slice},
+    {"Gather", 13, 21, gather},
+    {"Unsqueeze", 13, 21, unsqueeze},
+    {"Squeeze", 13, 21, squeeze},
+    {"Shape", 13, 21, shape},
+    {"Cast", 13, 21, castOp},
+    {"Where", 13, 21, where},
+};
+
+} // namespace
+
+ArrayRef<Handler> rewire::onnx_import::shapeHandlers() { return kHandlers; }

@@ -1,0 +1,145 @@
+//===- OnnxInternal.h - Importer internals ----------------------*- C++ -*-===//
+//
+// Declarations shared by the importer's files: the bounded protobuf reader,
+// tensor conversion, and the legalization handler registry. Not installed:
+// protobuf types never appear in the public API.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_LIB_IMPORT_ONNXINTERNAL_H
+#define REWIRE_LIB_IMPORT_ONNXINTERNAL_H
+
+#include "rewire/Import/OnnxImport.h"
+
+#include "dialects/nn/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringRef.h"
+
+#include "onnx/onnx.pb.h"
+
+#include <optional>
+#include <string>
+
+namespace rewire::onnx_import {
+
+/// Reads and parses `path` with the protobuf size and recursion limits set
+/// explicitly. Emits an error at `loc` and returns failure otherwise.
+mlir::LogicalResult readModel(llvm::StringRef path, const ImportLimits &limits,
+                              mlir::Location loc, onnx::ModelProto &model,
+                              ImportStatus &status);
+
+/// The MLIR element type of ONNX data type `dtype`, or null if unsupported.
+mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t dtype);
+
+/// The safetensors dtype string of ONNX data type `dtype` ("" if none).
+std::string safetensorsDtypeOf(int32_t dtype);
+
+/// A decoded initializer or constant tensor: its type and little-endian
+/// row-major bytes.
+struct DecodedTensor {
+  mlir::RankedTensorType type;
+  std::string bytes;
+};
+
+/// Decodes `tensor` (raw_data or the typed fields), checking rank, element
+/// count and byte size against `limits`. Emits an error at `loc` on failure.
+mlir::FailureOr<DecodedTensor> decodeTensor(const onnx::TensorProto &tensor,
+                                            const ImportLimits &limits,
+                                            mlir::Location loc);
+
+/// The bytes of `decoded` as a DenseElementsAttr.
+mlir::DenseElementsAttr toElementsAttr(const DecodedTensor &decoded);
+
+//===----------------------------------------------------------------------===//
+// Legalization handlers
+//===----------------------------------------------------------------------===//
+
+/// What a handler sees: the generic node and helpers to read it.
+class NodeContext {
+public:
+  NodeContext(nn::OnnxNodeOp node, mlir::OpBuilder &builder)
+      : node(node), b(builder) {}
+
+  mutable nn::OnnxNodeOp node;
+  mlir::OpBuilder &b;
+
+  mlir::Location loc() const { return node.getLoc(); }
+  int64_t opset() const { return static_cast<int64_t>(node.getOpset()); }
+  /// Number of input positions (present or absent).
+  unsigned numInputs() const;
+  /// Input at ONNX position `i`, or null when absent or out of range.
+  mlir::Value input(unsigned i) const;
+  /// Input `i`, which must be present and a ranked tensor; emits an error.
+  mlir::FailureOr<mlir::Value> tensorInput(unsigned i) const;
+
+  std::optional<int64_t> intAttr(llvm::StringRef name) const;
+  std::optional<double> floatAttr(llvm::StringRef name) const;
+  std::optional<std::string> stringAttr(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<int64_t>> intsAttr(llvm::StringRef name) const;
+  int64_t intAttrOr(llvm::StringRef name, int64_t dflt) const {
+    return intAttr(name).value_or(dflt);
+  }
+  double floatAttrOr(llvm::StringRef name, double dflt) const {
+    return floatAttr(name).value_or(dflt);
+  }
+
+  /// The integer values of `v` when it is a constant (nn.constant).
+  std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v) const;
+  /// Integer values of input `i`, which must be a constant; emits an error
+  /// naming `what` otherwise.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  constantIntsInput(unsigned i, llvm::StringRef what) const;
+
+  /// Emits "<op> node '<name>': <message>" and returns failure.
+  mlir::InFlightDiagnostic error() const;
+};
+
+using HandlerResult = mlir::FailureOr<llvm::SmallVector<mlir::Value>>;
+using HandlerFn = HandlerResult (*)(NodeContext &);
+
+struct Handler {
+  const char *opType;
+  int64_t minOpset;
+  int64_t maxOpset;
+  HandlerFn fn;
+};
+
+/// The handlers of each family (one table per file).
+llvm::ArrayRef<Handler> mathHandlers();
+llvm::ArrayRef<Handler> shapeHandlers();
+llvm::ArrayRef<Handler> convHandlers();
+
+/// The handler for `opType` at `opset` in the default domain, if any.
+const Handler *findHandler(llvm::StringRef opType, int64_t opset);
+/// True when some handler exists for `opType` at any opset.
+bool hasAnyHandler(llvm::StringRef opType);
+
+/// Creates an nn op whose result types are inferred, after checking that
+/// inference succeeds (the generated inferring builders abort the process on
+/// failure, which untrusted input must never reach). The shape function's
+/// message is emitted at the node's location.
+template <typename OpTy>
+mlir::FailureOr<OpTy> createInferred(NodeContext &c, mlir::ValueRange operands,
+                                     llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {
+  mlir::MLIRContext *ctx = c.b.getContext();
+  auto dict = mlir::DictionaryAttr::get(ctx, attrs);
+  typename OpTy::Properties props;
+  if (mlir::failed(OpTy::setPropertiesFromAttr(
+          props, dict, [&] { return c.error(); })))
+    return mlir::failure();
+  typename OpTy::Adaptor adaptor(operands, dict, props, {});
+  llvm::SmallVector<mlir::Type> types;
+  if (mlir::failed(OpTy::inferReturnTypes(ctx, c.loc(), adaptor, types)))
+    return mlir::failure();
+  return OpTy::create(c.b, c.loc(), types, operands, attrs);
+}
+
+/// Creates an nn.constant holding `values` as a 1-D (or 0-D when `scalar`)
+/// i64 tensor.
+mlir::Value makeI64Constant(mlir::OpBuilder &b, mlir::Location loc,
+                            llvm::ArrayRef<int64_t> values, bool scalar = false);
+
+} // namespace rewire::onnx_import
+
+#endif // REWIRE_LIB_IMPORT_ONNXINTERNAL_H
