@@ -51,6 +51,9 @@ std::optional<Value> foldIntBinary(NodeContext &c, Value lhs, Value rhs) {
   if (!shape)
     return std::nullopt;
   auto type = RankedTensorType::get(*shape, lt.getElementType());
+  if (!type.hasStaticShape() ||
+      type.getNumElements() != static_cast<int64_t>(out.size()))
+    return std::nullopt;
   SmallVector<APInt> bits;
   for (int64_t v : out)
     bits.push_back(APInt(lt.getElementType().getIntOrFloatBitWidth(), v,

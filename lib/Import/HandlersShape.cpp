@@ -21,15 +21,21 @@ RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// An nn.constant of `type` with integer `values`.
-Value intConstant(NodeContext &c, RankedTensorType type,
-                  ArrayRef<int64_t> values) {
+/// An nn.constant of `type` with integer `values` (a folded shape
+/// computation); fails when the count does not match the static shape.
+FailureOr<Value> intConstant(NodeContext &c, RankedTensorType type,
+                             ArrayRef<int64_t> values) {
+  if (!type.hasStaticShape() ||
+      type.getNumElements() != static_cast<int64_t>(values.size()))
+    return c.error() << "folding a constant: " << values.size()
+                     << " values do not fill " << type;
   SmallVector<APInt> bits;
   unsigned width = type.getElementType().getIntOrFloatBitWidth();
   for (int64_t v : values)
     bits.push_back(APInt(width, v, /*isSigned=*/true, /*implicitTrunc=*/true));
   return nn::ConstantOp::create(c.b, c.loc(), type,
-                                DenseIntElementsAttr::get(type, bits));
+                                DenseIntElementsAttr::get(type, bits))
+      .getResult();
 }
 
 HandlerResult single(FailureOr<Value> v) {
@@ -155,11 +161,11 @@ HandlerResult concat(NodeContext &c) {
     folded.append(ints->begin(), ints->end());
   }
   if (allConst)
-    return SmallVector<Value>{intConstant(
+    return single(intConstant(
         c,
         RankedTensorType::get({static_cast<int64_t>(folded.size())},
                               tensorType(inputs[0]).getElementType()),
-        folded)};
+        folded));
   return single(createInferred<nn::ConcatOp>(
       c, inputs, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(*axis))}));
 }
@@ -243,11 +249,14 @@ HandlerResult slice(NodeContext &c) {
     start = std::max<int64_t>(0, std::min(start, step > 0 ? n : n - 1));
     SmallVector<int64_t> out;
     for (int64_t i = 0, v = start; i < op->getType().getDimSize(0);
-         ++i, v += step)
+         ++i, v += step) {
+      if (v < 0 || v >= n)
+        return c.error() << "slice index " << v << " is out of range";
       out.push_back((*ints)[v]);
-    Value folded = intConstant(c, op->getType(), out);
+    }
+    auto type = op->getType();
     op->erase();
-    return SmallVector<Value>{folded};
+    return single(intConstant(c, type, out));
   }
   return SmallVector<Value>{*op};
 }
@@ -270,7 +279,7 @@ HandlerResult gather(NodeContext &c) {
     }
     auto type = RankedTensorType::get(tensorType(*indices).getShape(),
                                       tensorType(*data).getElementType());
-    return SmallVector<Value>{intConstant(c, type, out)};
+    return single(intConstant(c, type, out));
   }
   return single(createInferred<nn::GatherOp>(
       c, {*data, *indices},
@@ -354,7 +363,7 @@ HandlerResult castOp(NodeContext &c) {
   auto type = RankedTensorType::get(tensorType(*x).getShape(), elt);
   if (auto ints = c.constantInts(*x); ints && isa<IntegerType>(elt) &&
                                       !elt.isInteger(1))
-    return SmallVector<Value>{intConstant(c, type, *ints)};
+    return single(intConstant(c, type, *ints));
   return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
 }
 

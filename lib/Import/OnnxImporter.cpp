@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -392,7 +393,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     operands.push_back(it->second);
   }
   SmallVector<NamedAttribute> attrs;
+  llvm::StringSet<> attrNames;
   for (const auto &attr : node.attribute()) {
+    if (!attrNames.insert(attr.name()).second) {
+      emitError(loc) << "node '" << nodeName << "' has attribute '"
+                     << attr.name() << "' twice";
+      return fail(ImportStatus::invalid);
+    }
     auto converted = importAttribute(attr, loc);
     if (failed(converted))
       return fail(ImportStatus::unsupported);
@@ -414,7 +421,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
   // Stage 2: legalization by the (op type, opset) handler.
   const Handler *handler =
       defaultDomain ? findHandler(node.op_type(), opset) : nullptr;
-  if (!handler) {
+  // With --allow-unsupported, consumers of generic ops stay generic too.
+  bool typedInputs = llvm::none_of(
+      operands, [](Value v) { return isa<NoneType>(v.getType()); });
+  if (!handler || (opts.allowUnsupported && !typedInputs)) {
     if (!opts.allowUnsupported) {
       auto diag = emitError(loc)
                   << "unsupported op '" << node.op_type() << "' (domain '"
@@ -526,6 +536,15 @@ LogicalResult Importer::importModel() {
     resultTypes.push_back(it->second.getType());
   }
   func::ReturnOp::create(b, fileLoc, results);
+  values.clear();
+  // Now that the outputs are used: drop what folding left unused (the constants of shape computations).
+  SmallVector<Operation *> ops;
+  for (Operation &op : *entry)
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+
   func.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "nn.name", b.getStringAttr(out.name()));

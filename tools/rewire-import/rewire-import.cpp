@@ -64,11 +64,11 @@ static cl::opt<int64_t> maxRecursionDepth(
 
 enum ExitCode { kOk = 0, kUsage = 1, kInvalid = 2, kUnsupported = 3, kIO = 4 };
 
-/// "file (node 'n')" for node locations, the file name otherwise.
+/// "file: at 'name'" for node and tensor locations, the file otherwise.
 static std::string describe(mlir::Location loc) {
   if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
     std::string inner = describe(name.getChildLoc());
-    return inner + ": node '" + name.getName().str() + "'";
+    return inner + ": at '" + name.getName().str() + "'";
   }
   if (auto file = dyn_cast<mlir::FileLineColLoc>(loc))
     return file.getFilename().str();
