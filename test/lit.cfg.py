@@ -26,7 +26,9 @@ config.substitutions.append(("%rewire_src", config.rewire_src_root))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.rewire_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    [ToolSubst("rewire-opt", unresolved="fatal")], [config.rewire_tools_dir])
+    [ToolSubst("rewire-opt", unresolved="fatal"),
+     ToolSubst("rewire-import", unresolved="fatal")],
+    [config.rewire_tools_dir])
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "utils"))
 import cuda_detect  # noqa: E402

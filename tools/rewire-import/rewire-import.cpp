@@ -75,6 +75,22 @@ static std::string describe(mlir::Location loc) {
   return "rewire-import";
 }
 
+/// Model files name their nodes and tensors; a hostile name must not put
+/// control characters or invalid UTF-8 on the user's terminal.
+static std::string printable(StringRef s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\x%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 static void printVersion(raw_ostream &os) {
   os << "rewire-import (Rewire " << REWIRE_VERSION_STRING << ", MLIR "
      << REWIRE_LLVM_VERSION_STRING << "); ONNX opsets 13-21\n";
@@ -127,8 +143,8 @@ int main(int argc, char **argv) {
                                      mlir::DiagnosticSeverity::Warning
                                  ? "warning"
                                  : "note";
-    errs() << describe(diag.getLocation()) << ": " << kind << ": "
-           << diag.str() << "\n";
+    errs() << printable(describe(diag.getLocation())) << ": " << kind << ": "
+           << printable(diag.str()) << "\n";
     return mlir::success();
   });
 
