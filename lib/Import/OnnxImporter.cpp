@@ -18,7 +18,9 @@
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace rewire;
@@ -161,7 +163,11 @@ class Importer {
 public:
   Importer(MLIRContext *ctx, const ImportOptions &opts, StringRef path)
       : ctx(ctx), opts(opts), path(path.str()), b(ctx),
-        fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {}
+        fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {
+    llvm::SmallString<256> dir(path);
+    llvm::sys::path::remove_filename(dir);
+    modelDir = dir.empty() ? "." : std::string(dir);
+  }
 
   ImportResult run();
 
@@ -182,6 +188,7 @@ private:
   MLIRContext *ctx;
   const ImportOptions &opts;
   std::string path;
+  std::string modelDir;
   OpBuilder b;
   Location fileLoc;
   onnx::ModelProto model;
@@ -258,7 +265,7 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type,
 
 LogicalResult Importer::importTensor(const onnx::TensorProto &tensor,
                                      StringRef name, Location loc) {
-  auto decoded = decodeTensor(tensor, opts.limits, loc);
+  auto decoded = decodeTensor(tensor, opts.limits, modelDir, loc);
   if (failed(decoded))
     return fail(ImportStatus::invalid);
   Type elt = decoded->type.getElementType();
@@ -310,7 +317,7 @@ Importer::importAttribute(const onnx::AttributeProto &attr, Location loc) {
     return NamedAttribute(name, b.getArrayAttr(strs));
   }
   case onnx::AttributeProto::TENSOR: {
-    auto decoded = decodeTensor(attr.t(), opts.limits, loc);
+    auto decoded = decodeTensor(attr.t(), opts.limits, modelDir, loc);
     if (failed(decoded))
       return failure();
     return NamedAttribute(name, toElementsAttr(*decoded));

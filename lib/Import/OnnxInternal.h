@@ -42,11 +42,21 @@ struct DecodedTensor {
   std::string bytes;
 };
 
-/// Decodes `tensor` (raw_data or the typed fields), checking rank, element
-/// count and byte size against `limits`. Emits an error at `loc` on failure.
+/// Decodes `tensor` (raw_data, the typed fields, or external data in a file
+/// under `modelDir`), checking rank, element count and byte size against
+/// `limits`. Emits an error at `loc` on failure.
 mlir::FailureOr<DecodedTensor> decodeTensor(const onnx::TensorProto &tensor,
                                             const ImportLimits &limits,
+                                            llvm::StringRef modelDir,
                                             mlir::Location loc);
+
+/// Reads the external data of `tensor` (exactly `bytes` bytes) from the file
+/// its `location` names relative to `modelDir`. Rejects absolute paths, `..`,
+/// symbolic links in any component, hard-linked files, and ranges outside
+/// the file. Emits an error at `loc` on failure.
+mlir::LogicalResult readExternalData(const onnx::TensorProto &tensor,
+                                     llvm::StringRef modelDir, size_t bytes,
+                                     mlir::Location loc, std::string &out);
 
 /// The bytes of `decoded` as a DenseElementsAttr.
 mlir::DenseElementsAttr toElementsAttr(const DecodedTensor &decoded);

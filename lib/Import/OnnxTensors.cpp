@@ -121,7 +121,8 @@ static void appendNarrowed(const Field &field, size_t width, std::string &out) {
 
 FailureOr<DecodedTensor>
 rewire::onnx_import::decodeTensor(const onnx::TensorProto &t,
-                                  const ImportLimits &limits, Location loc) {
+                                  const ImportLimits &limits,
+                                  StringRef modelDir, Location loc) {
   std::string name = t.has_name() ? t.name() : "<unnamed>";
   Type elt = elementTypeOf(loc.getContext(), t.data_type());
   if (!elt)
@@ -144,14 +145,15 @@ rewire::onnx_import::decodeTensor(const onnx::TensorProto &t,
                           << "' has more elements than the limit of "
                           << limits.maxTensorElements
                           << " (--max-tensor-elements)";
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    return emitError(loc) << "tensor '" << name
-                          << "' stores its data externally, which this "
-                             "version of rewire-import does not read yet";
   size_t width = byteWidth(elt);
   DecodedTensor out;
   out.type = RankedTensorType::get(shape, elt);
   size_t want = static_cast<size_t>(*numel) * width;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (failed(readExternalData(t, modelDir, want, loc, out.bytes)))
+      return failure();
+    return out;
+  }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != want)
       return emitError(loc) << "tensor '" << name << "' has "
