@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds Rewire (installing what is missing) and runs every test suite: lit +
-# FileCheck IR tests, the gtest unit tests (run through lit) and the Python
-# tests. Ends with one line `N passed, N failed` over all suites.
+# FileCheck IR tests, the gtest unit tests and the Python tests (all through
+# lit), and a short ASan+UBSan fuzz run of the ONNX importer
+# (scripts/fuzz.sh; FUZZ_SECONDS, default 20). Ends with one line
+# `N passed, N failed` over all suites.
 #
 # Exit codes: 0 all tests passed; 1 a test failed; 2/3 as scripts/bootstrap.sh.
 set -euo pipefail
@@ -20,6 +22,16 @@ set +e
 lit_rc=$?
 set -e
 
-python3 "$ROOT/scripts/summarize_tests.py" "$XML"
+set +e
+"$ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-20}" >"$BUILD_DIR/fuzz-short.log" 2>&1
+fuzz_rc=$?
+set -e
+tail -n 3 "$BUILD_DIR/fuzz-short.log"
+fuzz_result=fail
+[ "$fuzz_rc" -eq 0 ] && fuzz_result=pass
+
+set +e
+python3 "$ROOT/scripts/summarize_tests.py" "$XML" "fuzz-import-short=$fuzz_result"
 summary_rc=$?
+set -e
 [ "$lit_rc" -eq 0 ] && [ "$summary_rc" -eq 0 ] || exit 1

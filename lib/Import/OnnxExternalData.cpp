@@ -59,6 +59,10 @@ LogicalResult rewire::onnx_import::readExternalData(
   if (location.empty())
     return emitError(loc) << "tensor '" << name
                           << "': external data has no location";
+  if (modelDir.empty())
+    return emitError(loc) << "tensor '" << name
+                          << "': external data cannot be read for a model "
+                             "that is not in a folder";
   if (location.find('\0') != std::string::npos ||
       location.find('\\') != std::string::npos)
     return reject("contains a NUL or backslash");

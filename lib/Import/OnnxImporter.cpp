@@ -161,18 +161,19 @@ constexpr int64_t kMaxIntConstantElements = 4096;
 
 class Importer {
 public:
-  Importer(MLIRContext *ctx, const ImportOptions &opts, StringRef path)
-      : ctx(ctx), opts(opts), path(path.str()), b(ctx),
-        fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {
-    llvm::SmallString<256> dir(path);
-    llvm::sys::path::remove_filename(dir);
-    modelDir = dir.empty() ? "." : std::string(dir);
-  }
+  Importer(MLIRContext *ctx, const ImportOptions &opts, StringRef path,
+           StringRef modelDir)
+      : ctx(ctx), opts(opts), path(path.str()), modelDir(modelDir.str()),
+        b(ctx), fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {}
 
-  ImportResult run();
+  /// Reads the file at `path`, then imports it.
+  ImportResult runOnFile();
+  /// Imports the serialized model `bytes`.
+  ImportResult runOnBytes(StringRef bytes);
 
 private:
   LogicalResult importModel();
+  ImportResult finish();
   LogicalResult importTensor(const onnx::TensorProto &tensor,
                              StringRef name, Location loc);
   FailureOr<Type> importType(const onnx::TypeProto &type, StringRef what);
@@ -572,12 +573,26 @@ LogicalResult Importer::importModel() {
   return success();
 }
 
-ImportResult Importer::run() {
-  ImportResult result;
+ImportResult Importer::runOnFile() {
   if (failed(readModel(path, opts.limits, fileLoc, model, status))) {
+    ImportResult result;
     result.status = status;
     return result;
   }
+  return finish();
+}
+
+ImportResult Importer::runOnBytes(StringRef bytes) {
+  if (failed(parseModel(bytes, path, opts.limits, fileLoc, model, status))) {
+    ImportResult result;
+    result.status = status;
+    return result;
+  }
+  return finish();
+}
+
+ImportResult Importer::finish() {
+  ImportResult result;
   if (failed(importModel())) {
     if (module)
       module->erase();
@@ -594,5 +609,18 @@ ImportResult rewire::onnx_import::importOnnxFile(StringRef path,
                                                  const ImportOptions &options) {
   context->loadDialect<nn::NNDialect, func::FuncDialect,
                        ml_program::MLProgramDialect>();
-  return Importer(context, options, path).run();
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  return Importer(context, options, path, dir.empty() ? "." : dir.str())
+      .runOnFile();
+}
+
+ImportResult rewire::onnx_import::importOnnxBuffer(StringRef bytes,
+                                                   StringRef name,
+                                                   StringRef modelDir,
+                                                   MLIRContext *context,
+                                                   const ImportOptions &options) {
+  context->loadDialect<nn::NNDialect, func::FuncDialect,
+                       ml_program::MLProgramDialect>();
+  return Importer(context, options, name, modelDir).runOnBytes(bytes);
 }

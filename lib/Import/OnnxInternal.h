@@ -29,6 +29,11 @@ mlir::LogicalResult readModel(llvm::StringRef path, const ImportLimits &limits,
                               mlir::Location loc, onnx::ModelProto &model,
                               ImportStatus &status);
 
+/// Parses `bytes` (already read; size checked against the limits here too).
+mlir::LogicalResult parseModel(llvm::StringRef bytes, llvm::StringRef name,
+                               const ImportLimits &limits, mlir::Location loc,
+                               onnx::ModelProto &model, ImportStatus &status);
+
 /// The MLIR element type of ONNX data type `dtype`, or null if unsupported.
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t dtype);
 

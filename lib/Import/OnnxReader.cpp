@@ -52,16 +52,31 @@ LogicalResult rewire::onnx_import::readModel(StringRef path,
     return emitError(loc) << "cannot read model file '" << path
                           << "': " << buffer.getError().message();
   }
-  const auto *data =
-      reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart());
+  return parseModel((*buffer)->getBuffer(), path, limits, loc, model, status);
+}
+
+LogicalResult rewire::onnx_import::parseModel(StringRef bytes, StringRef name,
+                                              const ImportLimits &limits,
+                                              Location loc,
+                                              onnx::ModelProto &model,
+                                              ImportStatus &status) {
+  google::protobuf::SetLogHandler(nullptr);
+  int64_t cap = std::min<int64_t>(limits.maxFileBytes, INT32_MAX);
+  if (static_cast<int64_t>(bytes.size()) > cap) {
+    status = ImportStatus::invalid;
+    return emitError(loc) << "model is " << bytes.size()
+                          << " bytes, over the limit of " << cap
+                          << " (--max-file-bytes)";
+  }
   google::protobuf::io::CodedInputStream stream(
-      data, static_cast<int>((*buffer)->getBufferSize()));
+      reinterpret_cast<const uint8_t *>(bytes.data()),
+      static_cast<int>(bytes.size()));
   stream.SetTotalBytesLimit(static_cast<int>(cap));
   stream.SetRecursionLimit(static_cast<int>(limits.maxRecursionDepth));
   if (!model.ParseFromCodedStream(&stream) ||
       !stream.ConsumedEntireMessage()) {
     status = ImportStatus::invalid;
-    return emitError(loc) << "'" << path
+    return emitError(loc) << "'" << name
                           << "' is not a valid ONNX model: the protobuf is "
                              "truncated, corrupt, or nested deeper than "
                           << limits.maxRecursionDepth
@@ -69,7 +84,7 @@ LogicalResult rewire::onnx_import::readModel(StringRef path,
   }
   if (!model.has_graph()) {
     status = ImportStatus::invalid;
-    return emitError(loc) << "'" << path
+    return emitError(loc) << "'" << name
                           << "' is not a valid ONNX model: it has no graph";
   }
   return success();

@@ -58,6 +58,14 @@ struct ImportResult {
 ImportResult importOnnxFile(llvm::StringRef path, mlir::MLIRContext *context,
                             const ImportOptions &options);
 
+/// Imports a model held in memory (`name` labels diagnostics; external data
+/// is looked up relative to `modelDir`, or refused when it is empty). Used by
+/// the fuzzer and by tools that already hold the bytes.
+ImportResult importOnnxBuffer(llvm::StringRef bytes, llvm::StringRef name,
+                              llvm::StringRef modelDir,
+                              mlir::MLIRContext *context,
+                              const ImportOptions &options);
+
 } // namespace rewire::onnx_import
 
 #endif // REWIRE_IMPORT_ONNXIMPORT_H

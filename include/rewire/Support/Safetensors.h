@@ -1,6 +1,6 @@
 //===- Safetensors.h - Write tensors in the safetensors format ---*- C++ -*-===//
 //
-// MLIR-free writer of the safetensors format (an 8-byte little-endian header
+// MLIR-free reader and writer of the safetensors format (an 8-byte little-endian header
 // size, a JSON header mapping names to dtype/shape/offsets, then the raw
 // little-endian data). Files are written atomically: a temporary file in the
 // same directory, fsync, rename, so a crash never leaves a half-written file.
@@ -36,6 +36,19 @@ std::optional<std::string>
 writeSafetensors(const std::string &path,
                  const std::vector<SafetensorsEntry> &entries,
                  const std::map<std::string, std::string> &metadata = {});
+
+/// The tensors of a safetensors file, validated: the header is well-formed
+/// JSON of the expected shape, dtypes are known, every data range lies inside
+/// the file, is exactly numel x dtype size long, and ranges do not overlap.
+struct SafetensorsFile {
+  std::map<std::string, SafetensorsEntry> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Reads `path` (at most `maxBytes`). Returns the error message on failure.
+std::optional<std::string> readSafetensors(const std::string &path,
+                                           SafetensorsFile &out,
+                                           uint64_t maxBytes = uint64_t(1) << 40);
 
 } // namespace rewire
 
