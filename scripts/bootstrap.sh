@@ -16,7 +16,8 @@ JOBS="${JOBS:-2}"
 PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
           cmake ninja-build libgtest-dev python3
           libprotobuf-dev protobuf-compiler libonnx-dev
-          python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata)
+          python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata
+          python3-venv)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -36,6 +37,18 @@ if ((${#missing[@]})); then
       exit 2
     fi
   fi
+fi
+
+# ONNX Runtime (PyPI) for the export tests, in a venv that also sees Debian's
+# onnx, numpy and torch.
+VENV="$BUILD_DIR/venv"
+if ! "$VENV/bin/python" -c "import onnxruntime" >/dev/null 2>&1; then
+  mkdir -p "$BUILD_DIR"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
+    "$VENV/bin/pip" install -q "onnxruntime==${ORT_VERSION:-1.32.0}" >/tmp/rewire-pip.log 2>&1 || {
+      echo "bootstrap: error: could not install onnxruntime into $VENV; see /tmp/rewire-pip.log" >&2
+      exit 2
+    }
 fi
 
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then

@@ -21,13 +21,20 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "utils", "
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%rewire_src", config.rewire_src_root))
+# Python with ONNX Runtime (a venv made by scripts/bootstrap.sh); tests that
+# run models in ORT fail loudly, not silently skip, when it is missing.
+ort_python = os.path.join(config.rewire_obj_root, "venv", "bin", "python")
+if not os.path.exists(ort_python):
+    lit_config.fatal("ONNX Runtime venv missing (%s); run scripts/bootstrap.sh" % ort_python)
+config.substitutions.append(("%ort_python", ort_python))
 
 # Our tools first, then LLVM's (FileCheck, not, count).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.rewire_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     [ToolSubst("rewire-opt", unresolved="fatal"),
-     ToolSubst("rewire-import", unresolved="fatal")],
+     ToolSubst("rewire-import", unresolved="fatal"),
+     ToolSubst("rewire-export", unresolved="fatal")],
     [config.rewire_tools_dir])
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "utils"))

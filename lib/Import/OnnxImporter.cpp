@@ -552,6 +552,15 @@ LogicalResult Importer::importModel() {
   for (Operation *op : llvm::reverse(ops))
     if (isOpTriviallyDead(op))
       op->erase();
+  // Canonical order: parameter loads first (in initializer order), then the
+  // graph. Export writes the same order back, so import -> export -> import
+  // is a fixed point.
+  SmallVector<Operation *> loads;
+  for (Operation &op : *entry)
+    if (isa<ml_program::GlobalLoadConstOp>(op))
+      loads.push_back(&op);
+  for (Operation *op : llvm::reverse(loads))
+    op->moveBefore(&entry->front());
 
   func.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, out] : llvm::enumerate(graph.output()))

@@ -4,13 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Support/Safetensors.h"
+#include "rewire/Support/AtomicFile.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fcntl.h>
 #include <set>
-#include <unistd.h>
 
 namespace rewire {
 
@@ -41,19 +38,6 @@ static std::string jsonString(const std::string &s) {
     }
   }
   return out + "\"";
-}
-
-static bool writeAll(int fd, const char *data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 std::optional<std::string>
@@ -103,31 +87,14 @@ writeSafetensors(const std::string &path,
   while (header.size() % 8 != 0)
     header += ' ';
 
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return "cannot create '" + tmp + "': " + std::strerror(errno);
-  unsigned char len[8];
+  std::string len(8, '\0');
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i)
-    len[i] = static_cast<unsigned char>(n >> (8 * i));
-  bool ok = writeAll(fd, reinterpret_cast<const char *>(len), 8) &&
-            writeAll(fd, header.data(), header.size());
+    len[i] = static_cast<char>(n >> (8 * i));
+  std::vector<const std::string *> parts = {&len, &header};
   for (const SafetensorsEntry &e : entries)
-    ok = ok && writeAll(fd, e.data.data(), e.data.size());
-  ok = ok && ::fsync(fd) == 0;
-  int err = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    return "cannot write '" + tmp + "': " + std::strerror(err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    ::unlink(tmp.c_str());
-    return "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err);
-  }
-  return std::nullopt;
+    parts.push_back(&e.data);
+  return writeFileAtomically(path, parts);
 }
 
 } // namespace rewire

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace rewire {
 
@@ -25,6 +27,18 @@ std::optional<double> nagAlphaInit(int64_t l);
 
 /// The logit x with sigmoid(x) == p, for p in (0, 1); std::nullopt otherwise.
 std::optional<double> logit(double p);
+
+/// Kinds of parameter initializers (mirrors #nn.init).
+enum class InitRule { zeros, ones, constant, normal, uniform };
+
+/// Materializes `numel` float values of initializer `rule` with arguments
+/// `a`, `b` (constant value; normal mean and std; uniform low and high).
+/// Random rules draw from splitmix64 seeded with `seed` mixed with the FNV-1a
+/// hash of `name`, so each parameter gets its own reproducible stream
+/// (normal values by Box-Muller). The runtime and the exporter share this.
+std::vector<float> materializeInit(InitRule rule, double a, double b,
+                                   int64_t numel, uint64_t seed,
+                                   const std::string &name);
 
 } // namespace rewire
 

@@ -1,0 +1,689 @@
+//===- OnnxExporter.cpp - nn IR to an ONNX model --------------------------===//
+//
+// Walks the exported function in order and emits one ONNX node per nn op
+// (nn.attention and nn.rms_norm, which have no ONNX operator at opset 17, as
+// small decompositions), residual ops through ResidualExport.cpp, generic
+// nn.onnx_node ops as the node they came from, and parameters as initializers
+// in the order the function loads them, so import -> export -> import gives
+// the same IR.
+//
+//===----------------------------------------------------------------------===//
+#include "ExportInternal.h"
+
+#include "rewire/Export/OnnxExport.h"
+
+#include "dialects/nn/NNOps.h"
+#include "dialects/nn/NNParameters.h"
+#include "dialects/residual/ResidualOps.h"
+#include "rewire/Support/AtomicFile.h"
+#include "rewire/Support/InitRules.h"
+#include "rewire/Support/Safetensors.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::onnx_export;
+
+//===----------------------------------------------------------------------===//
+// GraphBuilder
+//===----------------------------------------------------------------------===//
+
+std::string GraphBuilder::name(Value v) {
+  auto it = names.find(v);
+  if (it != names.end())
+    return it->second;
+  std::string n = fresh("v");
+  names[v] = n;
+  return n;
+}
+
+std::string GraphBuilder::fresh(StringRef hint) {
+  return ("rw_" + hint + "_" + Twine(counter++)).str();
+}
+
+onnx::NodeProto *GraphBuilder::node(StringRef op, ArrayRef<std::string> inputs,
+                                    ArrayRef<std::string> outputs) {
+  onnx::NodeProto *n = graph.add_node();
+  n->set_op_type(op.str());
+  n->set_name(("rw_" + op + "_" + Twine(graph.node_size())).str());
+  for (const std::string &in : inputs)
+    n->add_input(in);
+  for (const std::string &out : outputs)
+    n->add_output(out);
+  return n;
+}
+
+std::string GraphBuilder::node1(StringRef op, ArrayRef<std::string> inputs,
+                                onnx::NodeProto **out) {
+  std::string result = fresh(op.lower());
+  onnx::NodeProto *n = node(op, inputs, {result});
+  if (out)
+    *out = n;
+  return result;
+}
+
+std::string GraphBuilder::constI64(ArrayRef<int64_t> values, bool scalar) {
+  std::string result = fresh("const");
+  onnx::NodeProto *n = node("Constant", {}, {result});
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto *t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar)
+    t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values)
+    t->add_int64_data(v);
+  return result;
+}
+
+std::string GraphBuilder::constF32(float value) {
+  std::string result = fresh("const");
+  onnx::NodeProto *n = node("Constant", {}, {result});
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto *t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_float_data(value);
+  return result;
+}
+
+void GraphBuilder::attr(onnx::NodeProto *n, StringRef key, int64_t v) {
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name(key.str());
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void GraphBuilder::attr(onnx::NodeProto *n, StringRef key, float v) {
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name(key.str());
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void GraphBuilder::attr(onnx::NodeProto *n, StringRef key, StringRef v) {
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name(key.str());
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v.str());
+}
+void GraphBuilder::attr(onnx::NodeProto *n, StringRef key,
+                        ArrayRef<int64_t> v) {
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name(key.str());
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v)
+    a->add_ints(x);
+}
+
+std::string GraphBuilder::reduce(StringRef op, const std::string &x,
+                                 ArrayRef<int64_t> axes, bool keepdims) {
+  onnx::NodeProto *n;
+  std::string out;
+  // ReduceSum takes axes as an input from opset 13, the others from 18.
+  bool asInput = op == "ReduceSum" ? opset >= 13 : opset >= 18;
+  if (asInput) {
+    std::string a = constI64(axes);
+    out = node1(op, {x, a}, &n);
+  } else {
+    out = node1(op, {x}, &n);
+    attr(n, "axes", axes);
+  }
+  attr(n, "keepdims", int64_t(keepdims ? 1 : 0));
+  return out;
+}
+
+int32_t rewire::onnx_export::onnxDataType(Type t) {
+  if (t.isF32())
+    return onnx::TensorProto::FLOAT;
+  if (t.isF64())
+    return onnx::TensorProto::DOUBLE;
+  if (t.isF16())
+    return onnx::TensorProto::FLOAT16;
+  if (t.isBF16())
+    return onnx::TensorProto::BFLOAT16;
+  if (t.isInteger(1))
+    return onnx::TensorProto::BOOL;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8:
+      return u ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+    case 16:
+      return u ? onnx::TensorProto::UINT16 : onnx::TensorProto::INT16;
+    case 32:
+      return u ? onnx::TensorProto::UINT32 : onnx::TensorProto::INT32;
+    case 64:
+      return u ? onnx::TensorProto::UINT64 : onnx::TensorProto::INT64;
+    }
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Exporter
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class Exporter {
+public:
+  Exporter(ModuleOp module, const ExportOptions &opts)
+      : module(module), opts(opts) {}
+  LogicalResult run(StringRef outputPath);
+
+private:
+  LogicalResult exportOp(Operation *op);
+  LogicalResult exportParameter(ml_program::GlobalLoadConstOp load);
+  LogicalResult exportGeneric(nn::OnnxNodeOp op);
+  LogicalResult setValueInfo(onnx::ValueInfoProto *info, StringRef name,
+                             Type type, Location loc);
+  LogicalResult fillTensor(onnx::TensorProto *t, ElementsAttr attr,
+                           Location loc);
+
+  ModuleOp module;
+  const ExportOptions &opts;
+  onnx::ModelProto model;
+  std::unique_ptr<GraphBuilder> g;
+  std::optional<SafetensorsFile> params;
+  std::string paramsPath;
+  llvm::StringSet<> exportedParams;
+};
+
+} // namespace
+
+LogicalResult Exporter::setValueInfo(onnx::ValueInfoProto *info,
+                                     StringRef name, Type type,
+                                     Location loc) {
+  info->set_name(name.str());
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return emitError(loc) << "cannot export a value of type " << type
+                          << " as a graph input or output";
+  int32_t dt = onnxDataType(t.getElementType());
+  if (!dt)
+    return emitError(loc) << "element type " << t.getElementType()
+                          << " has no ONNX data type";
+  auto *tt = info->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(dt);
+  auto *shape = tt->mutable_shape();
+  for (int64_t d : t.getShape()) {
+    auto *dim = shape->add_dim();
+    if (ShapedType::isDynamic(d))
+      dim->set_dim_param(("d" + Twine(shape->dim_size() - 1)).str());
+    else
+      dim->set_dim_value(d);
+  }
+  return success();
+}
+
+LogicalResult Exporter::fillTensor(onnx::TensorProto *t, ElementsAttr attr,
+                                   Location loc) {
+  auto type = cast<ShapedType>(attr.getType());
+  int32_t dt = onnxDataType(type.getElementType());
+  if (!dt)
+    return emitError(loc) << "constant of element type "
+                          << type.getElementType() << " cannot be exported";
+  t->set_data_type(dt);
+  for (int64_t d : type.getShape())
+    t->add_dims(d);
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return emitError(loc) << "only dense constants can be exported";
+  if (type.getElementType().isInteger(1)) {
+    std::string raw;
+    for (bool b : dense.getValues<bool>())
+      raw.push_back(b ? 1 : 0);
+    t->set_raw_data(raw);
+    return success();
+  }
+  if (dense.isSplat()) {
+    // Splat constants store one element; expand it.
+    ArrayRef<char> one = dense.getRawData();
+    std::string raw;
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      raw.append(one.data(), one.size());
+    t->set_raw_data(raw);
+    return success();
+  }
+  ArrayRef<char> raw = dense.getRawData();
+  t->set_raw_data(std::string(raw.data(), raw.size()));
+  return success();
+}
+
+LogicalResult Exporter::exportParameter(ml_program::GlobalLoadConstOp load) {
+  auto global = SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(
+      load, load.getGlobalAttr());
+  if (!global)
+    return load.emitError() << "parameter '" << load.getGlobal()
+                            << "' is not defined";
+  StringRef name = global.getSymName();
+  g->bind(load.getResult(), name.str());
+  if (!exportedParams.insert(name).second)
+    return success();
+  auto type = dyn_cast<RankedTensorType>(global.getType());
+  if (!type || !type.hasStaticShape())
+    return load.emitError() << "parameter '" << name
+                            << "' must have a static tensor type to export";
+  onnx::TensorProto *t = g->graph.add_initializer();
+  t->set_name(name.str());
+  int32_t dt = onnxDataType(type.getElementType());
+  if (!dt)
+    return load.emitError() << "parameter '" << name << "' has element type "
+                            << type.getElementType()
+                            << ", which has no ONNX data type";
+  t->set_data_type(dt);
+  for (int64_t d : type.getShape())
+    t->add_dims(d);
+  Attribute value = global.getValue().value_or(Attribute());
+  if (auto init = dyn_cast_or_null<nn::InitAttr>(value)) {
+    if (!type.getElementType().isF32())
+      return load.emitError() << "parameter '" << name
+                              << "': #nn.init is exported for f32 only";
+    auto values = materializeInit(
+        static_cast<InitRule>(static_cast<int>(init.getKind())),
+        init.getA().convertToDouble(), init.getB().convertToDouble(),
+        type.getNumElements(), opts.seed, name.str());
+    t->set_raw_data(std::string(reinterpret_cast<const char *>(values.data()),
+                                values.size() * sizeof(float)));
+    return success();
+  }
+  if (auto elements = dyn_cast_or_null<ElementsAttr>(value))
+    return fillTensor(t, elements, load.getLoc());
+  if (!isa_and_nonnull<ml_program::ExternAttr>(value))
+    return load.emitError() << "parameter '" << name
+                            << "' has no initial value to export";
+  if (!params) {
+    if (paramsPath.empty())
+      return load.emitError() << "parameter '" << name
+                              << "' is external, but the module names no "
+                                 "parameter file (nn.parameter_file); pass "
+                                 "--params";
+    params.emplace();
+    if (auto err = readSafetensors(paramsPath, *params))
+      return load.emitError() << "cannot load parameters: " << *err;
+  }
+  auto it = params->tensors.find(name.str());
+  if (it == params->tensors.end())
+    return load.emitError() << "parameter '" << name << "' is not in '"
+                            << paramsPath << "'";
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  if (it->second.shape != shape)
+    return load.emitError() << "parameter '" << name << "' in '"
+                            << paramsPath
+                            << "' does not have the shape of the IR's "
+                            << type;
+  t->set_raw_data(it->second.data);
+  return success();
+}
+
+LogicalResult Exporter::exportGeneric(nn::OnnxNodeOp op) {
+  SmallVector<std::string> inputs;
+  ArrayRef<int64_t> absent = op.getAbsentInputs();
+  unsigned next = 0;
+  unsigned total = op.getInputs().size() + absent.size();
+  for (unsigned i = 0; i < total; ++i) {
+    if (llvm::is_contained(absent, static_cast<int64_t>(i)))
+      inputs.push_back("");
+    else
+      inputs.push_back(g->name(op.getInputs()[next++]));
+  }
+  SmallVector<std::string> outputs;
+  for (Value r : op.getOutputs())
+    outputs.push_back(g->name(r));
+  onnx::NodeProto *n = g->node(op.getOpType(), inputs, outputs);
+  n->set_name(op.getNodeName().str());
+  n->set_domain(op.getDomain().str());
+  for (NamedAttribute a : op.getAttrs()) {
+    StringRef key = a.getName();
+    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      GraphBuilder::attr(n, key, i.getInt());
+    else if (auto f = dyn_cast<FloatAttr>(a.getValue()))
+      GraphBuilder::attr(n, key, static_cast<float>(f.getValueAsDouble()));
+    else if (auto s = dyn_cast<StringAttr>(a.getValue()))
+      GraphBuilder::attr(n, key, s.getValue());
+    else if (auto is = dyn_cast<DenseI64ArrayAttr>(a.getValue()))
+      GraphBuilder::attr(n, key, is.asArrayRef());
+    else if (auto e = dyn_cast<ElementsAttr>(a.getValue())) {
+      onnx::AttributeProto *at = n->add_attribute();
+      at->set_name(key.str());
+      at->set_type(onnx::AttributeProto::TENSOR);
+      if (failed(fillTensor(at->mutable_t(), e, op.getLoc())))
+        return failure();
+    } else
+      return op.emitError() << "cannot export attribute '" << key << "'";
+  }
+  return success();
+}
+
+LogicalResult Exporter::exportOp(Operation *op) {
+  GraphBuilder &b = *g;
+  auto in = [&](unsigned i) { return b.name(op->getOperand(i)); };
+  auto out = [&](unsigned i = 0) { return b.name(op->getResult(i)); };
+  auto simple = [&](StringRef onnxOp) {
+    SmallVector<std::string> ins;
+    for (Value v : op->getOperands())
+      ins.push_back(b.name(v));
+    SmallVector<std::string> outs;
+    for (Value v : op->getResults())
+      outs.push_back(b.name(v));
+    return b.node(onnxOp, ins, outs);
+  };
+  auto rank = [&](Value v) { return cast<RankedTensorType>(v.getType()).getRank(); };
+  auto norm = [&](int64_t axis, Value v) { return axis < 0 ? axis + rank(v) : axis; };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ml_program::GlobalLoadConstOp load) {
+        return exportParameter(load);
+      })
+      .Case([&](nn::ConstantOp c) {
+        onnx::NodeProto *n = b.node("Constant", {}, {out()});
+        onnx::AttributeProto *a = n->add_attribute();
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto::TENSOR);
+        return fillTensor(a->mutable_t(), c.getValue(), c.getLoc());
+      })
+      .Case([&](nn::AddOp) { simple("Add"); return success(); })
+      .Case([&](nn::SubOp) { simple("Sub"); return success(); })
+      .Case([&](nn::MulOp) { simple("Mul"); return success(); })
+      .Case([&](nn::DivOp) { simple("Div"); return success(); })
+      .Case([&](nn::PowOp) { simple("Pow"); return success(); })
+      .Case([&](nn::ReluOp) { simple("Relu"); return success(); })
+      .Case([&](nn::SigmoidOp) { simple("Sigmoid"); return success(); })
+      .Case([&](nn::TanhOp) { simple("Tanh"); return success(); })
+      .Case([&](nn::ErfOp) { simple("Erf"); return success(); })
+      .Case([&](nn::ExpOp) { simple("Exp"); return success(); })
+      .Case([&](nn::SqrtOp) { simple("Sqrt"); return success(); })
+      .Case([&](nn::NegOp) { simple("Neg"); return success(); })
+      .Case([&](nn::GeluOp gelu) {
+        onnx::NodeProto *n = simple("Gelu");
+        if (gelu.getApproximate() == nn::GeluApproximation::tanh)
+          GraphBuilder::attr(n, "approximate", StringRef("tanh"));
+        return success();
+      })
+      .Case([&](nn::MatMulOp) { simple("MatMul"); return success(); })
+      .Case([&](nn::GemmOp gemm) {
+        onnx::NodeProto *n = simple("Gemm");
+        GraphBuilder::attr(n, "alpha", gemm.getAlpha().convertToFloat());
+        GraphBuilder::attr(n, "beta", gemm.getBeta().convertToFloat());
+        if (gemm.getTransA())
+          GraphBuilder::attr(n, "transA", int64_t(1));
+        if (gemm.getTransB())
+          GraphBuilder::attr(n, "transB", int64_t(1));
+        return success();
+      })
+      .Case([&](nn::SoftmaxOp s) {
+        GraphBuilder::attr(simple("Softmax"), "axis",
+                           static_cast<int64_t>(s.getAxis()));
+        return success();
+      })
+      .Case([&](nn::LayerNormOp ln) {
+        onnx::NodeProto *n = simple("LayerNormalization");
+        GraphBuilder::attr(n, "axis", static_cast<int64_t>(ln.getAxis()));
+        GraphBuilder::attr(n, "epsilon", ln.getEpsilon().convertToFloat());
+        return success();
+      })
+      .Case([&](nn::RMSNormOp rms) {
+        int64_t axis = norm(static_cast<int64_t>(rms.getAxis()), rms.getX());
+        SmallVector<int64_t> axes;
+        for (int64_t i = axis; i < rank(rms.getX()); ++i)
+          axes.push_back(i);
+        std::string sq = b.node1("Mul", {in(0), in(0)});
+        std::string mean = b.reduce("ReduceMean", sq, axes);
+        std::string eps = b.constF32(rms.getEpsilon().convertToFloat());
+        std::string root = b.node1("Sqrt", {b.node1("Add", {mean, eps})});
+        std::string normed = b.node1("Div", {in(0), root});
+        b.node("Mul", {normed, in(1)}, {out()});
+        return success();
+      })
+      .Case([&](nn::BatchNormOp bn) {
+        GraphBuilder::attr(simple("BatchNormalization"), "epsilon",
+                           bn.getEpsilon().convertToFloat());
+        return success();
+      })
+      .Case([&](nn::ReduceMeanOp r) {
+        SmallVector<int64_t> axes(r.getAxes());
+        if (axes.empty())
+          for (int64_t i = 0; i < rank(r.getX()); ++i)
+            axes.push_back(i);
+        b.bind(r.getResult(),
+               b.reduce("ReduceMean", in(0), axes, r.getKeepdims()));
+        return success();
+      })
+      .Case([&](nn::ReduceSumOp r) {
+        SmallVector<int64_t> axes(r.getAxes());
+        if (axes.empty())
+          for (int64_t i = 0; i < rank(r.getX()); ++i)
+            axes.push_back(i);
+        b.bind(r.getResult(),
+               b.reduce("ReduceSum", in(0), axes, r.getKeepdims()));
+        return success();
+      })
+      .Case([&](nn::ReshapeOp r) {
+        SmallVector<int64_t> shape;
+        bool zero = false;
+        for (int64_t d : r.getType().getShape()) {
+          shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+          zero |= d == 0;
+        }
+        onnx::NodeProto *n =
+            b.node("Reshape", {in(0), b.constI64(shape)}, {out()});
+        if (zero)
+          GraphBuilder::attr(n, "allowzero", int64_t(1));
+        return success();
+      })
+      .Case([&](nn::TransposeOp t) {
+        onnx::NodeProto *n = simple("Transpose");
+        if (auto perm = t.getPerm())
+          GraphBuilder::attr(n, "perm", *perm);
+        return success();
+      })
+      .Case([&](nn::ConcatOp c) {
+        GraphBuilder::attr(simple("Concat"), "axis",
+                           static_cast<int64_t>(c.getAxis()));
+        return success();
+      })
+      .Case([&](nn::SplitOp s) {
+        SmallVector<std::string> outs;
+        for (Value v : s.getResults())
+          outs.push_back(b.name(v));
+        onnx::NodeProto *n =
+            b.node("Split", {in(0), b.constI64(s.getSizes())}, outs);
+        GraphBuilder::attr(n, "axis", static_cast<int64_t>(s.getAxis()));
+        return success();
+      })
+      .Case([&](nn::SliceOp s) {
+        size_t n = s.getStarts().size();
+        SmallVector<int64_t> axes, steps(n, 1);
+        if (auto a = s.getAxes())
+          axes.assign(a->begin(), a->end());
+        else
+          for (size_t i = 0; i < n; ++i)
+            axes.push_back(i);
+        if (auto st = s.getSteps())
+          steps.assign(st->begin(), st->end());
+        b.node("Slice",
+               {in(0), b.constI64(s.getStarts()), b.constI64(s.getEnds()),
+                b.constI64(axes), b.constI64(steps)},
+               {out()});
+        return success();
+      })
+      .Case([&](nn::GatherOp gth) {
+        GraphBuilder::attr(simple("Gather"), "axis",
+                           static_cast<int64_t>(gth.getAxis()));
+        return success();
+      })
+      .Case([&](nn::UnsqueezeOp u) {
+        b.node("Unsqueeze", {in(0), b.constI64(u.getAxes())}, {out()});
+        return success();
+      })
+      .Case([&](nn::SqueezeOp s) {
+        if (auto axes = s.getAxes())
+          b.node("Squeeze", {in(0), b.constI64(*axes)}, {out()});
+        else
+          b.node("Squeeze", {in(0)}, {out()});
+        return success();
+      })
+      .Case([&](nn::ConvOp c) {
+        onnx::NodeProto *n = simple("Conv");
+        if (auto s = c.getStrides())
+          GraphBuilder::attr(n, "strides", *s);
+        if (auto p = c.getPads())
+          GraphBuilder::attr(n, "pads", *p);
+        if (auto d = c.getDilations())
+          GraphBuilder::attr(n, "dilations", *d);
+        GraphBuilder::attr(n, "group", static_cast<int64_t>(c.getGroup()));
+        return success();
+      })
+      .Case([&](nn::MaxPoolOp p) {
+        onnx::NodeProto *n = simple("MaxPool");
+        GraphBuilder::attr(n, "kernel_shape", p.getKernelShape());
+        if (auto s = p.getStrides())
+          GraphBuilder::attr(n, "strides", *s);
+        if (auto pads = p.getPads())
+          GraphBuilder::attr(n, "pads", *pads);
+        return success();
+      })
+      .Case([&](nn::GlobalAveragePoolOp) {
+        simple("GlobalAveragePool");
+        return success();
+      })
+      .Case([&](nn::WhereOp) { simple("Where"); return success(); })
+      .Case([&](nn::CastOp c) -> LogicalResult {
+        int32_t dt = onnxDataType(c.getType().getElementType());
+        if (!dt)
+          return c.emitError() << "cannot export a cast to "
+                               << c.getType().getElementType();
+        GraphBuilder::attr(simple("Cast"), "to", int64_t(dt));
+        return success();
+      })
+      .Case([&](nn::AttentionOp a) -> LogicalResult {
+        auto q = cast<RankedTensorType>(a.getQ().getType());
+        auto k = cast<RankedTensorType>(a.getK().getType());
+        float scale = a.getScale() ? a.getScale()->convertToFloat()
+                                   : 1.0f / std::sqrt(static_cast<float>(
+                                                q.getDimSize(3)));
+        onnx::NodeProto *tn;
+        std::string kt = b.node1("Transpose", {in(1)}, &tn);
+        GraphBuilder::attr(tn, "perm", ArrayRef<int64_t>{0, 1, 3, 2});
+        std::string s = b.node1(
+            "Mul", {b.node1("MatMul", {in(0), kt}), b.constF32(scale)});
+        if (a.getCausal()) {
+          int64_t tq = q.getDimSize(2), tk = k.getDimSize(2);
+          if (ShapedType::isDynamic(tq) || ShapedType::isDynamic(tk))
+            return a.emitError() << "causal attention with dynamic lengths "
+                                    "cannot be exported yet";
+          onnx::NodeProto *mn;
+          std::string mask = b.fresh("mask");
+          mn = b.node("Constant", {}, {mask});
+          onnx::AttributeProto *at = mn->add_attribute();
+          at->set_name("value");
+          at->set_type(onnx::AttributeProto::TENSOR);
+          onnx::TensorProto *t = at->mutable_t();
+          t->set_data_type(onnx::TensorProto::BOOL);
+          t->add_dims(tq);
+          t->add_dims(tk);
+          std::string raw;
+          for (int64_t i = 0; i < tq; ++i)
+            for (int64_t j = 0; j < tk; ++j)
+              raw.push_back(j <= i + (tk - tq) ? 1 : 0);
+          t->set_raw_data(raw);
+          s = b.node1("Where", {mask, s, b.constF32(-INFINITY)});
+        }
+        onnx::NodeProto *sn;
+        std::string p = b.node1("Softmax", {s}, &sn);
+        GraphBuilder::attr(sn, "axis", int64_t(-1));
+        b.node("MatMul", {p, in(2)}, {out()});
+        return success();
+      })
+      .Case([&](nn::OnnxNodeOp generic) { return exportGeneric(generic); })
+      .Case<residual::AddOp, residual::ScaleAddOp, residual::GatedAddOp,
+            residual::MixOp, residual::NagGateOp, residual::NagAddOp,
+            residual::TapOp>(
+          [&](Operation *r) { return exportResidualOp(r, b); })
+      .Default([&](Operation *other) {
+        return other->emitError()
+               << "'" << other->getName()
+               << "' cannot be exported to ONNX";
+      });
+}
+
+LogicalResult Exporter::run(StringRef outputPath) {
+  auto func = module.lookupSymbol<func::FuncOp>(opts.function);
+  if (!func || func.isExternal())
+    return module.emitError() << "no function '" << opts.function
+                              << "' to export";
+  if (!func.getBody().hasOneBlock())
+    return func.emitError() << "only single-block functions can be exported";
+  if (!opts.parameterFile.empty()) {
+    paramsPath = opts.parameterFile;
+  } else if (auto file =
+                 module->getAttrOfType<StringAttr>(nn::kParameterFileAttrName)) {
+    llvm::SmallString<256> p(opts.parameterDir);
+    llvm::sys::path::append(p, file.getValue());
+    paramsPath = std::string(p);
+  }
+
+  // The opset: 17 (LayerNormalization), 20 when Gelu needs its own operator.
+  int64_t opset = 17;
+  func.walk([&](nn::GeluOp) { opset = 20; });
+  model.set_ir_version(opset >= 20 ? 9 : 8);
+  model.set_producer_name("rewire-export");
+  auto *imp = model.add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  llvm::StringSet<> domains;
+  func.walk([&](nn::OnnxNodeOp op) {
+    if (!op.getDomain().empty() && domains.insert(op.getDomain()).second) {
+      auto *d = model.add_opset_import();
+      d->set_domain(op.getDomain().str());
+      d->set_version(static_cast<int64_t>(op.getOpset()));
+    }
+  });
+  onnx::GraphProto &graph = *model.mutable_graph();
+  graph.set_name(opts.function);
+  g = std::make_unique<GraphBuilder>(graph, opset);
+
+  Block &body = func.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+    std::string n = nameAttr ? nameAttr.str() : ("input_" + Twine(i)).str();
+    g->bind(arg, n);
+    if (failed(setValueInfo(graph.add_input(), n, arg.getType(), func.getLoc())))
+      return failure();
+  }
+  for (Operation &op : body.without_terminator())
+    if (failed(exportOp(&op)))
+      return failure();
+  Operation *ret = body.getTerminator();
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto nameAttr = func.getResultAttrOfType<StringAttr>(i, "nn.name");
+    std::string n = nameAttr ? nameAttr.str() : ("output_" + Twine(i)).str();
+    // Graph outputs need their own name: route through Identity.
+    g->node("Identity", {g->name(v)}, {n});
+    if (failed(setValueInfo(graph.add_output(), n, v.getType(), ret->getLoc())))
+      return failure();
+  }
+
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return module.emitError() << "the model is too large to serialize "
+                                 "(protobuf's 2 GiB limit)";
+  if (auto err = writeFileAtomically(outputPath.str(), {&bytes}))
+    return module.emitError() << *err;
+  return success();
+}
+
+LogicalResult rewire::onnx_export::exportOnnxFile(ModuleOp module,
+                                                  StringRef outputPath,
+                                                  const ExportOptions &opts) {
+  return Exporter(module, opts).run(outputPath);
+}

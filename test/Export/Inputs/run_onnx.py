@@ -1,0 +1,43 @@
+"""Runs ONNX models in ONNX Runtime on the same random input and compares
+their first outputs with the first model's.
+
+    run_onnx.py BASE.onnx OTHER.onnx [OTHER2.onnx ...] [--atol X]
+
+Prints `NAME: max abs diff D` for each OTHER and fails if any exceeds atol
+(default 0: bit-exact).
+"""
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+args = sys.argv[1:]
+atol = 0.0
+if "--atol" in args:
+    i = args.index("--atol")
+    atol = float(args[i + 1])
+    del args[i:i + 2]
+
+
+def run(path, feeds=None):
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    if feeds is None:
+        rng = np.random.default_rng(0)
+        feeds = {}
+        for i in s.get_inputs():
+            shape = [d if isinstance(d, int) else 2 for d in i.shape]
+            if i.type == "tensor(int64)":
+                feeds[i.name] = rng.integers(0, 64, shape).astype(np.int64)
+            else:
+                feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return s.run(None, feeds)[0], feeds
+
+
+base, feeds = run(args[0])
+bad = 0
+for other in args[1:]:
+    y, _ = run(other, feeds)
+    d = float(np.abs(y - base).max()) if y.shape == base.shape else float("inf")
+    print("%s: max abs diff %.3g" % (other.split("/")[-1], d))
+    bad += d > atol
+sys.exit(1 if bad else 0)
