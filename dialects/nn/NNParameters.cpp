@@ -43,6 +43,21 @@ rewire::nn::createParameter(ModuleOp module, Location loc, StringRef name,
   return global;
 }
 
+FailureOr<ml_program::GlobalOp>
+rewire::nn::createParameter(SymbolTable &symbols, Location loc, StringRef name,
+                            RankedTensorType type, Attribute init) {
+  if (symbols.lookup(name))
+    return emitError(loc) << "cannot add parameter '" << name
+                          << "': the name is already taken";
+  auto module = cast<ModuleOp>(symbols.getOp());
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  auto global = ml_program::GlobalOp::create(
+      builder, loc, builder.getStringAttr(name), TypeAttr::get(type),
+      /*is_mutable=*/UnitAttr(), init, builder.getStringAttr("private"));
+  symbols.insert(global);
+  return global;
+}
+
 Value rewire::nn::loadParameter(OpBuilder &builder, Location loc,
                                 ml_program::GlobalOp param) {
   return ml_program::GlobalLoadConstOp::create(

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace rewire::nn {
 
@@ -42,6 +43,13 @@ int64_t countParameterElements(mlir::ModuleOp module);
 /// `module`'s body. Fails with a diagnostic at `loc` when the name is taken.
 mlir::FailureOr<mlir::ml_program::GlobalOp>
 createParameter(mlir::ModuleOp module, mlir::Location loc,
+                llvm::StringRef name, mlir::RankedTensorType type,
+                mlir::Attribute init);
+
+/// The same, looking the name up in (and adding the new symbol to) a symbol
+/// table the caller keeps: O(1) per parameter instead of a scan of the module.
+mlir::FailureOr<mlir::ml_program::GlobalOp>
+createParameter(mlir::SymbolTable &symbols, mlir::Location loc,
                 llvm::StringRef name, mlir::RankedTensorType type,
                 mlir::Attribute init);
 

@@ -194,6 +194,7 @@ private:
   Location fileLoc;
   onnx::ModelProto model;
   ModuleOp module;
+  std::optional<SymbolTable> symbols;
   llvm::StringMap<Value> values;
   /// Outputs of nodes Rewire does not compute (e.g. LayerNorm's Mean).
   llvm::StringMap<std::string> uncomputed;
@@ -276,7 +277,7 @@ LogicalResult Importer::importTensor(const onnx::TensorProto &tensor,
   Value v;
   if (parameter) {
     OpBuilder::InsertionGuard guard(b);
-    auto global = nn::createParameter(module, loc, name, decoded->type,
+    auto global = nn::createParameter(*symbols, loc, name, decoded->type,
                                       ml_program::ExternAttr::get(
                                           ctx, decoded->type));
     if (failed(global))
@@ -493,6 +494,7 @@ LogicalResult Importer::importModel() {
   }
 
   module = ModuleOp::create(fileLoc);
+  symbols.emplace(module);
   if (!opts.parameterFileRef.empty())
     module->setAttr(nn::kParameterFileAttrName,
                     b.getStringAttr(opts.parameterFileRef));

@@ -75,6 +75,9 @@ private:
   bool gated() const {
     return kind == RewriteKind::review || kind == RewriteKind::highway;
   }
+
+  /// The module's symbols, kept up to date as parameters are added.
+  std::optional<SymbolTable> symbols;
 };
 
 } // namespace
@@ -86,8 +89,7 @@ FailureOr<Value> ResidualRewritePass::addParameter(residual::AddOp op,
   std::string name = llvm::formatv("stream{0}.layer{1}.{2}.{3}", op.getStream(),
                                    op.getLayer(), kindName(kind), suffix)
                          .str();
-  auto global =
-      nn::createParameter(getOperation(), op.getLoc(), name, type, init);
+  auto global = nn::createParameter(*symbols, op.getLoc(), name, type, init);
   if (failed(global))
     return failure();
   OpBuilder builder(op);
@@ -194,6 +196,7 @@ void ResidualRewritePass::runOnOperation() {
     return signalPassFailure();
   }
 
+  symbols.emplace(module);
   SmallVector<residual::AddOp> adds;
   llvm::DenseMap<int64_t, int64_t> depth; // updates per stream
   module.walk([&](residual::AddOp op) {
