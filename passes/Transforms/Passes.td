@@ -9,6 +9,36 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ResidualDetect : Pass<"residual-detect", "::mlir::func::FuncOp"> {
+  let summary = "Raise the residual adds of an nn graph into residual.add";
+  let description = [{
+    Finds the residual connections of a tensor graph and replaces each
+    `nn.add` that is one with `residual.add` carrying its stream id and layer
+    index. An add `a + b` (operands of one type: no broadcasting) is residual
+    when one operand is the skip and the other a branch computed from the
+    stream through a parameterized op (`nn.matmul`, `nn.gemm`, `nn.conv` with
+    a parameter operand, or `nn.attention`):
+
+    * identity skip: the skip operand is an ancestor of the branch (pre-LN
+      GPT/LLaMA, post-LN BERT, ViT, MLP-Mixer, ResNet identity blocks);
+    * parallel: the skip is the output of a residual add whose *input* the
+      branch was computed from (GPT-J's attention and MLP from one state);
+    * projection skip: the skip is a parameterized projection (a conv or
+      matmul, optionally followed by batch_norm or a bias add) of a value the
+      branch also comes from (ResNet downsampling blocks).
+
+    Bias adds, positional-embedding adds and attention-mask adds do not
+    qualify (broadcast operands, or no operand is the other's stream);
+    concatenation skips (U-Net) are not adds. Updates chain into streams
+    through layer_norm, rms_norm and relu (post-LN and ResNet stream
+    states). The feature axis is 1 when the branch contains a convolution
+    and the last axis otherwise. Each update gets discardable attributes
+    `residual.branch` (attention | mlp | conv | other) and `residual.skip`
+    (identity | projection), which `residual-report` prints.
+  }];
+  let dependentDialects = ["::rewire::residual::ResidualDialect"];
+}
+
 def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
   let summary = "Rewrite plain residual adds into a learned or gated form";
   let description = [{

@@ -126,6 +126,7 @@ LogicalResult ResidualRewritePass::rewriteScale(residual::AddOp op,
   auto scaled = residual::ScaleAddOp::create(
       builder, op.getLoc(), op.getH(), op.getU(), *alpha, op.getAxis(),
       op.getStream(), op.getLayer());
+  scaled->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   op.replaceAllUsesWith(scaled.getResult());
   op.erase();
   return success();
@@ -171,6 +172,7 @@ LogicalResult ResidualRewritePass::rewriteGated(residual::AddOp op) {
   auto gatedOp = residual::GatedAddOp::create(
       builder, op.getLoc(), stateType, gateKind, combine, op.getH(), op.getU(),
       *weight, *bias, epsAttr, op.getAxis(), op.getStream(), op.getLayer());
+  gatedOp->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   op.replaceAllUsesWith(gatedOp.getResult());
   op.erase();
   return success();

@@ -4,8 +4,10 @@ random weights, fixed seed) for import tests:
     torch_models.py NAME OUT.onnx [--opset N]
 
 NAME: gpt (pre-LN GPT-2-style decoder), bert (post-LN encoder), llama
-(RMSNorm + SwiGLU decoder), resnet18 (torchvision), unet (concatenation
-skips). Static shapes, eval mode.
+(RMSNorm + SwiGLU decoder), gptj (parallel attention + MLP), vit (patch conv,
+learned positions, pre-LN blocks), mixer (MLP-Mixer), resnet18 (torchvision),
+unet (concatenation skips), embed_sum (same-shape token + position embedding
+add, which is not residual). Static shapes, eval mode.
 """
 import argparse
 import math
@@ -124,6 +126,94 @@ class Llama(nn.Module):
         return self.lm_head(self.norm(x))
 
 
+class GPTJBlock(nn.Module):
+    """Parallel attention and MLP from one LayerNorm (GPT-J, PaLM)."""
+    def __init__(self):
+        super().__init__()
+        self.ln, self.attn = nn.LayerNorm(D), Attention()
+        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+
+    def forward(self, x):
+        y = self.ln(x)
+        return x + self.attn(y) + self.mlp(y)
+
+
+class GPTJ(nn.Module):
+    def __init__(self, layers=2):
+        super().__init__()
+        self.wte = nn.Embedding(V, D)
+        self.h = nn.ModuleList(GPTJBlock() for _ in range(layers))
+        self.ln_f = nn.LayerNorm(D)
+
+    def forward(self, ids):
+        x = self.wte(ids)
+        for blk in self.h:
+            x = blk(x)
+        return self.ln_f(x)
+
+
+class ViT(nn.Module):
+    """Patch embedding (conv), learned positions, pre-LN encoder blocks."""
+    def __init__(self, layers=2):
+        super().__init__()
+        self.patch = nn.Conv2d(3, D, 4, stride=4)  # 16x16 -> 4x4 = 16 tokens
+        self.pos = nn.Parameter(0.02 * torch.randn(1, 16, D))
+        self.blocks = nn.ModuleList(BertLayerPre() for _ in range(layers))
+        self.head = nn.Linear(D, 10)
+
+    def forward(self, img):
+        x = self.patch(img).flatten(2).transpose(1, 2) + self.pos
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x.mean(1))
+
+
+class BertLayerPre(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+        self.mlp = nn.Sequential(nn.Linear(D, 2 * D), nn.GELU(), nn.Linear(2 * D, D))
+
+    def forward(self, x):
+        y = self.ln_1(x)
+        q, k, v = self.qkv(y).chunk(3, dim=-1)
+        a = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(D), dim=-1) @ v
+        x = x + self.proj(a)
+        return x + self.mlp(self.ln_2(x))
+
+
+class Mixer(nn.Module):
+    """MLP-Mixer: token mixing across patches, channel mixing across features."""
+    def __init__(self, layers=2, tokens=16):
+        super().__init__()
+        self.patch = nn.Conv2d(3, D, 4, stride=4)
+        self.layers = nn.ModuleList(nn.ModuleDict(dict(
+            ln1=nn.LayerNorm(D), tok=nn.Sequential(nn.Linear(tokens, 32), nn.GELU(), nn.Linear(32, tokens)),
+            ln2=nn.LayerNorm(D), ch=nn.Sequential(nn.Linear(D, 64), nn.GELU(), nn.Linear(64, D))))
+            for _ in range(layers))
+
+    def forward(self, img):
+        x = self.patch(img).flatten(2).transpose(1, 2)
+        for l in self.layers:
+            x = x + l["tok"](l["ln1"](x).transpose(1, 2)).transpose(1, 2)
+            x = x + l["ch"](l["ln2"](x))
+        return x
+
+
+class EmbedSum(nn.Module):
+    """Token + position embeddings of one shape (no residual connection), then
+    one pre-LN MLP block (one)."""
+    def __init__(self):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(T, D)
+        self.ln, self.fc = nn.LayerNorm(D), nn.Linear(D, D)
+
+    def forward(self, ids, positions):
+        x = self.tok(ids) + self.pos(positions)
+        return x + self.fc(self.ln(x))
+
+
 class UNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -153,11 +243,16 @@ def main():
         m, x = torchvision.models.resnet18(num_classes=10), torch.randn(1, 3, 64, 64)
     elif a.name == "unet":
         m, x = UNet(), torch.randn(1, 3, 16, 16)
+    elif a.name in ("vit", "mixer"):
+        m, x = (ViT() if a.name == "vit" else Mixer()), torch.randn(1, 3, 16, 16)
+    elif a.name == "embed_sum":
+        m, x = EmbedSum(), (torch.randint(0, V, (B, T)), torch.arange(T).repeat(B, 1))
     else:
-        m = {"gpt": GPT, "bert": Bert, "llama": Llama}[a.name]()
+        m = {"gpt": GPT, "bert": Bert, "llama": Llama, "gptj": GPTJ}[a.name]()
         x = torch.randint(0, V, (B, T))
     m.eval()
-    torch.onnx.export(m, x, a.out, opset_version=a.opset, input_names=["input"],
+    names = ["input", "positions"] if a.name == "embed_sum" else ["input"]
+    torch.onnx.export(m, x, a.out, opset_version=a.opset, input_names=names,
                       output_names=["output"])
 
 
