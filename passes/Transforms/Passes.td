@@ -110,4 +110,36 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
   ];
 }
 
+def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
+  let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
+  let description = [{
+    Prints every residual stream of the module: each update's layer, its
+    form (`add`, `scale`, `review`, `highway`, `ancre`, `denseformer`, `nag`,
+    `tap`, with combine and gate width), its branch kind and skip type (from
+    residual-detect), the parameters its learned operands hold, and the FLOPs
+    per token (per row) the form adds over a plain add:
+
+    | form | FLOPs per token |
+    |---|---|
+    | scale (ReZero, LayerScale) | d |
+    | review gate | 4dG (gate GEMM) + 6d (two rms) + 5G (bias, sigmoid) + d (+2d convex) |
+    | highway gate | 2dG + 5G + d (+2d convex) |
+    | mix over k states | 2kd (+d for free weights) |
+    | nag_gate | 3d (rho) + 2dC + 6C |
+    | nag_add | 12d |
+
+    `format=text` is for people, `format=json` for tools (an object with
+    `streams` (each: `id` and `updates`, each update: `layer`, `kind`,
+    `branch`, `skip`, `params`, `flops_per_token`), `params_added` and
+    `flops_added_per_token`), `format=dot` is a Graphviz view of the streams.
+    The IR is not changed.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"text\"",
+           "Output format: text, json or dot">,
+    Option<"output", "output", "std::string", "\"-\"",
+           "Where to write the report ('-' for stdout)">,
+  ];
+}
+
 #endif // REWIRE_PASSES_TRANSFORMS_PASSES_TD
