@@ -296,8 +296,10 @@ LogicalResult Exporter::exportParameter(ml_program::GlobalLoadConstOp load) {
                                 values.size() * sizeof(float)));
     return success();
   }
-  if (auto elements = dyn_cast_or_null<ElementsAttr>(value))
+  if (auto elements = dyn_cast_or_null<ElementsAttr>(value)) {
+    t->clear_dims(); // fillTensor writes type and dims itself
     return fillTensor(t, elements, load.getLoc());
+  }
   if (!isa_and_nonnull<ml_program::ExternAttr>(value))
     return load.emitError() << "parameter '" << name
                             << "' has no initial value to export";

@@ -18,7 +18,19 @@
 namespace rewire {
 
 /// The residual forms residual-rewrite produces.
-enum class RewriteKind { rezero, skipinit, layerscale, review, highway };
+enum class RewriteKind {
+  rezero,
+  skipinit,
+  layerscale,
+  review,
+  highway,
+  nag,
+  ancre,
+  denseformer,
+  lpa
+};
+/// Which updates a stream-level form (ANCRe, DenseFormer, LPA) attaches to.
+enum class Granularity { block, sublayer };
 /// Gate width of the gated forms.
 enum class GateWidth { channel, row };
 /// How new parameters are initialized.

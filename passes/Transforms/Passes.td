@@ -53,6 +53,17 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     | `layerscale` | `scale_add`, per-channel lambda | lambda by depth (CaiT: 0.1 / 1e-5 / 1e-6) | lambda = 1 (exact) |
     | `review` | `gated_add review` | W = 0, b = 0 (r = 0.5) | W = 0, b = 20: r = 1 in f32 (additive only; the gate starts saturated) |
     | `highway` | `gated_add highway` | W ~ N(0, 0.02), b = `highway-bias` | W = 0, b = 20 (additive only) |
+    | `nag` | `nag_gate` + `nag_add` | alpha = l^{-1/2}, w ~ N(0, 0.02), b = pi = 0, C = `nag-c` | impossible (refused) |
+    | `ancre` | `mix softmax` after each block | c = 0 (uniform), `tau` | impossible (refused) |
+    | `denseformer` | `mix free` after each block | weight 1 on the block output | the same (exact) |
+    | `lpa` | `tap` after each block + a readout per depth | no parameters | exact (adds outputs only) |
+
+    Stream-level forms attach after each *block* (`granularity=block`: an
+    update whose `residual.branch` is `attention` does not end a block, so a
+    transformer layer is one block) or after every update
+    (`granularity=sublayer`). LPA clones the shared head (everything after
+    the last stream state) onto every depth and returns those readouts as
+    extra function results named `<output>_depth<k>`.
 
     `init=identity` makes the rewritten model compute exactly the original
     function at step 0; the convex combine cannot (r = 1 drops the state), and
@@ -75,7 +86,29 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
              clEnumValN(::rewire::RewriteKind::review, "review",
                         "gate conditioned on the state and the update"),
              clEnumValN(::rewire::RewriteKind::highway, "highway",
-                        "gate conditioned on the state only"))}]>,
+                        "gate conditioned on the state only"),
+             clEnumValN(::rewire::RewriteKind::nag, "nag",
+                        "norm-agnostic update with a Mixture-of-Depths gate"),
+             clEnumValN(::rewire::RewriteKind::ancre, "ancre",
+                        "learned softmax connections to all earlier states"),
+             clEnumValN(::rewire::RewriteKind::denseformer, "denseformer",
+                        "depth-weighted average of all earlier states"),
+             clEnumValN(::rewire::RewriteKind::lpa, "lpa",
+                        "a readout through the shared head at every depth"))}]>,
+    Option<"granularity", "granularity", "::rewire::Granularity",
+           "::rewire::Granularity::block",
+           "Where ancre, denseformer and lpa attach",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::Granularity::block, "block",
+                        "after each block (an attention update ends none)"),
+             clEnumValN(::rewire::Granularity::sublayer, "sublayer",
+                        "after every update"))}]>,
+    Option<"tau", "tau", "double", "0.01",
+           "ANCRe softmax temperature (paper default 0.01)">,
+    Option<"nagComponents", "nag-c", "int64_t", "8",
+           "NAG gate components C">,
+    Option<"nagBeta", "nag-beta", "double", "1.0",
+           "NAG gate exponent beta">,
     Option<"combine", "combine", "::rewire::residual::Combine",
            "::rewire::residual::Combine::additive",
            "How a gated form combines state and update",
@@ -107,6 +140,25 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     "::rewire::residual::ResidualDialect",
     "::rewire::nn::NNDialect",
     "::mlir::ml_program::MLProgramDialect",
+  ];
+}
+
+def ResidualTruncate : Pass<"residual-truncate", "::mlir::ModuleOp"> {
+  let summary = "Keep the first N blocks of the stream and the shared head";
+  let description = [{
+    LPA's "train once, use N models": the function's output head (everything
+    after the last stream state) is rewired to read the state after block
+    `depth`; the later blocks, their parameters and the per-depth readouts of
+    depths >= `depth` are removed. Blocks are counted as in residual-rewrite
+    (`granularity`). `depth` must be between 1 and the number of blocks.
+  }];
+  let options = [
+    Option<"depth", "depth", "int64_t", "0", "Number of blocks to keep">,
+    Option<"granularity", "granularity", "::rewire::Granularity",
+           "::rewire::Granularity::block", "How blocks are counted",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::Granularity::block, "block", "transformer layers / residual blocks"),
+             clEnumValN(::rewire::Granularity::sublayer, "sublayer", "every update"))}]>,
   ];
 }
 

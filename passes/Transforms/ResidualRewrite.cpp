@@ -1,11 +1,14 @@
 //===- ResidualRewrite.cpp - Rewrite residual adds into learned forms -----===//
 //
-// Implements residual-rewrite: each residual.add becomes a scale_add or a
-// gated_add with new named parameters, initialized as the paper prescribes
-// or so that the model keeps computing its original function.
+// Implements residual-rewrite: each residual.add becomes a scale_add, a
+// gated_add or a NAG update with new named parameters, initialized as the
+// paper prescribes or so that the model keeps computing its original
+// function; the stream-level forms (ANCRe, DenseFormer, LPA) are in
+// StreamForms.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "passes/Transforms/StreamForms.h"
 
 #include "dialects/nn/NNParameters.h"
 #include "dialects/residual/ResidualOps.h"
@@ -42,6 +45,14 @@ StringRef kindName(RewriteKind kind) {
     return "review";
   case RewriteKind::highway:
     return "highway";
+  case RewriteKind::nag:
+    return "nag";
+  case RewriteKind::ancre:
+    return "ancre";
+  case RewriteKind::denseformer:
+    return "denseformer";
+  case RewriteKind::lpa:
+    return "lpa";
   }
   return "unknown";
 }
@@ -71,6 +82,7 @@ private:
                                 RankedTensorType type, Attribute init);
   LogicalResult rewriteScale(residual::AddOp op, int64_t depth);
   LogicalResult rewriteGated(residual::AddOp op);
+  LogicalResult rewriteNag(residual::AddOp op);
 
   bool gated() const {
     return kind == RewriteKind::review || kind == RewriteKind::highway;
@@ -178,6 +190,46 @@ LogicalResult ResidualRewritePass::rewriteGated(residual::AddOp op) {
   return success();
 }
 
+LogicalResult ResidualRewritePass::rewriteNag(residual::AddOp op) {
+  MLIRContext *ctx = &getContext();
+  auto stateType = op.getH().getType();
+  Type elt = stateType.getElementType();
+  int64_t axis =
+      cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
+  int64_t d = stateType.getDimSize(axis);
+  if (ShapedType::isDynamic(d))
+    return op.emitError("residual-rewrite: kind=nag needs a static feature "
+                        "size to create its gate parameters");
+  int64_t c = nagComponents;
+  // alpha_l = l^{-1/2} with l the 1-based sublayer index.
+  double alphaInit = *nagAlphaInit(static_cast<int64_t>(op.getLayer()) + 1);
+  auto alpha = addParameter(op, "alpha", RankedTensorType::get({}, elt),
+                            constantInit(ctx, alphaInit));
+  auto w = addParameter(op, "w", RankedTensorType::get({d, c}, elt),
+                        makeInit(ctx, nn::InitKind::normal, 0.0, 0.02));
+  auto b = addParameter(op, "b", RankedTensorType::get({c}, elt),
+                        makeInit(ctx, nn::InitKind::zeros));
+  auto pi = addParameter(op, "pi", RankedTensorType::get({c}, elt),
+                         makeInit(ctx, nn::InitKind::zeros));
+  if (failed(alpha) || failed(w) || failed(b) || failed(pi))
+    return failure();
+  OpBuilder builder(op);
+  SmallVector<int64_t> mShape(stateType.getShape());
+  mShape[axis] = 1;
+  auto gateOp = residual::NagGateOp::create(
+      builder, op.getLoc(), RankedTensorType::get(mShape, elt), op.getH(), *w,
+      *b, *pi, builder.getF64FloatAttr(nagBeta), op.getAxisAttr(),
+      op.getStreamAttr(), op.getLayerAttr());
+  auto nagOp = residual::NagAddOp::create(
+      builder, op.getLoc(), stateType, op.getH(), op.getU(), *alpha,
+      gateOp.getM(), builder.getF64FloatAttr(1e-6), op.getAxisAttr(),
+      op.getStreamAttr(), op.getLayerAttr());
+  nagOp->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op.replaceAllUsesWith(nagOp.getResult());
+  op.erase();
+  return success();
+}
+
 void ResidualRewritePass::runOnOperation() {
   ModuleOp module = getOperation();
   if (gated() && init == InitMode::identity && combine == Combine::convex) {
@@ -193,12 +245,51 @@ void ResidualRewritePass::runOnOperation() {
                        << kindName(kind);
     return signalPassFailure();
   }
+  bool noIdentity = kind == RewriteKind::nag || kind == RewriteKind::ancre;
+  if (noIdentity && init == InitMode::identity) {
+    module.emitError() << "residual-rewrite: kind=" << kindName(kind)
+                       << " has no identity initialization ("
+                       << (kind == RewriteKind::nag
+                               ? "it renormalizes every update"
+                               : "softmax weights cannot all be 0, so earlier "
+                                 "states are always added")
+                       << "); use init=paper";
+    return signalPassFailure();
+  }
+  if (kind == RewriteKind::nag && (nagComponents < 1 || !(nagBeta > 0.0))) {
+    module.emitError() << "residual-rewrite: nag-c must be >= 1 and nag-beta "
+                          "positive";
+    return signalPassFailure();
+  }
+  if (kind == RewriteKind::ancre && !(tau > 0.0)) {
+    module.emitError() << "residual-rewrite: tau must be positive, got " << static_cast<double>(tau);
+    return signalPassFailure();
+  }
   if (!(eps > 0.0)) {
-    module.emitError() << "residual-rewrite: eps must be positive, got " << eps;
+    module.emitError() << "residual-rewrite: eps must be positive, got "
+                       << static_cast<double>(eps);
     return signalPassFailure();
   }
 
   symbols.emplace(module);
+  bool streamLevel = kind == RewriteKind::ancre ||
+                     kind == RewriteKind::denseformer ||
+                     kind == RewriteKind::lpa;
+  if (streamLevel) {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock() ||
+          collectStreamUpdates(func).empty())
+        continue;
+      LogicalResult result =
+          kind == RewriteKind::lpa
+              ? addDepthReadouts(func, granularity)
+              : addDepthMixes(func, *symbols, kind == RewriteKind::ancre, tau,
+                              granularity);
+      if (failed(result))
+        return signalPassFailure();
+    }
+    return;
+  }
   SmallVector<residual::AddOp> adds;
   llvm::DenseMap<int64_t, int64_t> depth; // updates per stream
   module.walk([&](residual::AddOp op) {
@@ -208,8 +299,9 @@ void ResidualRewritePass::runOnOperation() {
 
   for (residual::AddOp op : adds) {
     LogicalResult result =
-        gated() ? rewriteGated(op)
-                : rewriteScale(op, depth[static_cast<int64_t>(op.getStream())]);
+        kind == RewriteKind::nag ? rewriteNag(op)
+        : gated()                ? rewriteGated(op)
+                  : rewriteScale(op, depth[static_cast<int64_t>(op.getStream())]);
     if (failed(result))
       return signalPassFailure();
   }

@@ -1,7 +1,7 @@
 """Runs ONNX models in ONNX Runtime on the same random input and compares
 their first outputs with the first model's.
 
-    run_onnx.py BASE.onnx OTHER.onnx [OTHER2.onnx ...] [--atol X]
+    run_onnx.py BASE.onnx OTHER.onnx [OTHER2.onnx ...] [--atol X] [--base-output N]
 
 Prints `NAME: max abs diff D` for each OTHER and fails if any exceeds atol
 (default 0: bit-exact).
@@ -17,6 +17,12 @@ if "--atol" in args:
     i = args.index("--atol")
     atol = float(args[i + 1])
     del args[i:i + 2]
+# Compare output #N of BASE (default 0) with the first output of the others.
+base_output = 0
+if "--base-output" in args:
+    i = args.index("--base-output")
+    base_output = int(args[i + 1])
+    del args[i:i + 2]
 
 
 def run(path, feeds=None):
@@ -30,13 +36,14 @@ def run(path, feeds=None):
                 feeds[i.name] = rng.integers(0, 64, shape).astype(np.int64)
             else:
                 feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
-    return s.run(None, feeds)[0], feeds
+    return s.run(None, feeds), feeds
 
 
-base, feeds = run(args[0])
+outs, feeds = run(args[0])
+base = outs[base_output]
 bad = 0
 for other in args[1:]:
-    y, _ = run(other, feeds)
+    y = run(other, feeds)[0][0]
     d = float(np.abs(y - base).max()) if y.shape == base.shape else float("inf")
     print("%s: max abs diff %.3g" % (other.split("/")[-1], d))
     bad += d > atol

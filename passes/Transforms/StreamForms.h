@@ -1,0 +1,50 @@
+//===- StreamForms.h - Stream-level residual rewrites -----------*- C++ -*-===//
+//
+// Internal to the transforms library: the stream view shared by the passes
+// (updates of a stream in order, grouped into blocks) and the stream-level
+// rewrites of residual-rewrite (ANCRe, DenseFormer, LPA).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_TRANSFORMS_STREAMFORMS_H
+#define REWIRE_PASSES_TRANSFORMS_STREAMFORMS_H
+
+#include "passes/Transforms/Passes.h"
+
+#include "dialects/residual/ResidualOps.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+#include <map>
+
+namespace rewire {
+
+/// The updates (residual.add, scale_add, gated_add, nag_add) of each stream
+/// of `func`, in program order.
+std::map<int64_t, llvm::SmallVector<mlir::Operation *>>
+collectStreamUpdates(mlir::func::FuncOp func);
+
+/// The updates that end a block: every update at sublayer granularity; at
+/// block granularity every update whose residual.branch is not "attention",
+/// and the last one.
+llvm::SmallVector<mlir::Operation *>
+blockEnds(llvm::ArrayRef<mlir::Operation *> updates, Granularity granularity);
+
+/// The value that carries the stream after `update`: its result, followed
+/// through the mix and tap ops that consume it.
+mlir::Value stateAfter(mlir::Operation *update);
+
+/// Adds `residual.mix` after every block of every stream of `func` (ANCRe
+/// with softmax weights and temperature `tau`, or DenseFormer with free
+/// weights initialized to the identity).
+mlir::LogicalResult addDepthMixes(mlir::func::FuncOp func,
+                                  mlir::SymbolTable &symbols, bool softmax,
+                                  double tau, Granularity granularity);
+
+/// Adds a tap after every block of the stream and a readout of the shared
+/// head at every depth, as extra function results (LPA).
+mlir::LogicalResult addDepthReadouts(mlir::func::FuncOp func,
+                                     Granularity granularity);
+
+} // namespace rewire
+
+#endif // REWIRE_PASSES_TRANSFORMS_STREAMFORMS_H
