@@ -34,7 +34,8 @@ llvm_config.with_environment("PATH", config.rewire_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     [ToolSubst("rewire-opt", unresolved="fatal"),
      ToolSubst("rewire-import", unresolved="fatal"),
-     ToolSubst("rewire-export", unresolved="fatal")],
+     ToolSubst("rewire-export", unresolved="fatal"),
+     ToolSubst("rewire-report", unresolved="fatal")],
     [config.rewire_tools_dir])
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "utils"))

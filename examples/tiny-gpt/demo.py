@@ -23,9 +23,13 @@ FORMS = [
     ("review, convex", "kind=review combine=convex"),
     ("review (identity init)", "kind=review init=identity"),
     ("highway", "kind=highway"),
+    ("nag (C = 8)", "kind=nag"),
+    ("ancre (tau = 0.01)", "kind=ancre"),
+    ("denseformer", "kind=denseformer"),
+    ("lpa (per-depth readouts)", "kind=lpa"),
 ]
-GLOBAL = re.compile(r'ml_program\.global private @"?([^"(]+)"?\((#nn\.init<[^>]*>)\) : tensor<([^>]*)>')
-UPDATE = re.compile(r"residual\.(add|scale_add|gated_add \w+ \w+)")
+GLOBAL = re.compile(r'ml_program\.global private @"?(stream[^"(]+)"?\((#nn\.init<[^>]*>|dense<[^>]*> : tensor<[^>]*>)\) : tensor<([^>]*)>')
+UPDATE = re.compile(r"residual\.(add|scale_add|gated_add \w+ \w+|nag_add|mix \w+|tap)")
 
 
 def run(tool, args, text):
@@ -65,8 +69,13 @@ def main():
         ops = sorted(set(UPDATE.findall(out)))
         params = GLOBAL.findall(out)
         scalars = sum(numel(shape) for _, _, shape in params)
-        inits = sorted(set(re.sub(r"stream0\.layer\d+\.", "", n) + "=" + i for n, i, _ in params))
-        inits = [i.replace("#nn.init", "") for i in inits]
+        # One initializer per parameter kind (the first layer's; NAG's alpha
+        # and DenseFormer's weights vary with depth).
+        first = {}
+        for n, i, _ in params:
+            first.setdefault(re.sub(r"stream0\.layer\d+\.", "", n),
+                             re.sub(r" : tensor<[^>]*>", "", i.replace("#nn.init", "")))
+        inits = ["%s=%s" % kv for kv in sorted(first.items())]
         print("%-28s %-28s %7d %8d  %s" % (label, ", ".join(ops), len(params), scalars,
                                            "; ".join(inits)))
     print()

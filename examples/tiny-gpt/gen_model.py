@@ -1,8 +1,8 @@
 """Writes model.mlir: a tiny GPT-style (pre-LN) decoder in the nn dialect.
 
 The residual adds are already raised into `residual.add` (stream 0, one layer
-index per sublayer), the form `residual-detect` will produce once the ONNX
-importer lands. Weights are named parameters (`ml_program.global`, values in
+index per sublayer, branch and skip attributes), exactly the form
+`residual-detect` produces on an imported model. Weights are named parameters (`ml_program.global`, values in
 the parameter file), named like GPT-2's PyTorch state dict.
 
     python3 gen_model.py --layers 2 --d 64 --heads 4 --seq 16 --vocab 256 > model.mlir
@@ -75,7 +75,7 @@ def main():
         bb = load(pre + "attn.c_proj.bias", d)
         u = emit("nn.matmul %s, %s : (%s, %s) -> %s" % (att, w, x, f32(d, d), x))
         u = emit("nn.add %s, %s : (%s, %s) -> %s" % (u, bb, x, f32(d), x))
-        h = emit("residual.add %s, %s stream 0 layer %d : %s" % (h, u, layer, x))
+        h = emit('residual.add %s, %s stream 0 layer %d {residual.branch = "attention", residual.skip = "identity"} : %s' % (h, u, layer, x))
         layer += 1
         g = load(pre + "ln_2.weight", d)
         b = load(pre + "ln_2.bias", d)
@@ -89,7 +89,7 @@ def main():
         bb = load(pre + "mlp.c_proj.bias", d)
         m = emit("nn.matmul %s, %s : (%s, %s) -> %s" % (m, w, f32(B, T, 4 * d), f32(4 * d, d), x))
         m = emit("nn.add %s, %s : (%s, %s) -> %s" % (m, bb, x, f32(d), x))
-        h = emit("residual.add %s, %s stream 0 layer %d : %s" % (h, m, layer, x))
+        h = emit('residual.add %s, %s stream 0 layer %d {residual.branch = "mlp", residual.skip = "identity"} : %s' % (h, m, layer, x))
         layer += 1
     g = load("ln_f.weight", d)
     b = load("ln_f.bias", d)

@@ -55,7 +55,7 @@ module attributes {nn.parameter_file = "tiny-gpt.safetensors"} {
     %v23 = ml_program.global_load_const @"h.0.attn.c_proj.bias" : tensor<64xf32>
     %v24 = nn.matmul %v21, %v22 : (tensor<2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
     %v25 = nn.add %v24, %v23 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
-    %v26 = residual.add %v4, %v25 stream 0 layer 0 : tensor<2x16x64xf32>
+    %v26 = residual.add %v4, %v25 stream 0 layer 0 {residual.branch = "attention", residual.skip = "identity"} : tensor<2x16x64xf32>
     %v27 = ml_program.global_load_const @"h.0.ln_2.weight" : tensor<64xf32>
     %v28 = ml_program.global_load_const @"h.0.ln_2.bias" : tensor<64xf32>
     %v29 = nn.layer_norm %v26, %v27, %v28 : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>
@@ -68,7 +68,7 @@ module attributes {nn.parameter_file = "tiny-gpt.safetensors"} {
     %v36 = ml_program.global_load_const @"h.0.mlp.c_proj.bias" : tensor<64xf32>
     %v37 = nn.matmul %v34, %v35 : (tensor<2x16x256xf32>, tensor<256x64xf32>) -> tensor<2x16x64xf32>
     %v38 = nn.add %v37, %v36 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
-    %v39 = residual.add %v26, %v38 stream 0 layer 1 : tensor<2x16x64xf32>
+    %v39 = residual.add %v26, %v38 stream 0 layer 1 {residual.branch = "mlp", residual.skip = "identity"} : tensor<2x16x64xf32>
     %v40 = ml_program.global_load_const @"h.1.ln_1.weight" : tensor<64xf32>
     %v41 = ml_program.global_load_const @"h.1.ln_1.bias" : tensor<64xf32>
     %v42 = nn.layer_norm %v39, %v40, %v41 : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>
@@ -90,7 +90,7 @@ module attributes {nn.parameter_file = "tiny-gpt.safetensors"} {
     %v58 = ml_program.global_load_const @"h.1.attn.c_proj.bias" : tensor<64xf32>
     %v59 = nn.matmul %v56, %v57 : (tensor<2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
     %v60 = nn.add %v59, %v58 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
-    %v61 = residual.add %v39, %v60 stream 0 layer 2 : tensor<2x16x64xf32>
+    %v61 = residual.add %v39, %v60 stream 0 layer 2 {residual.branch = "attention", residual.skip = "identity"} : tensor<2x16x64xf32>
     %v62 = ml_program.global_load_const @"h.1.ln_2.weight" : tensor<64xf32>
     %v63 = ml_program.global_load_const @"h.1.ln_2.bias" : tensor<64xf32>
     %v64 = nn.layer_norm %v61, %v62, %v63 : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>
@@ -103,7 +103,7 @@ module attributes {nn.parameter_file = "tiny-gpt.safetensors"} {
     %v71 = ml_program.global_load_const @"h.1.mlp.c_proj.bias" : tensor<64xf32>
     %v72 = nn.matmul %v69, %v70 : (tensor<2x16x256xf32>, tensor<256x64xf32>) -> tensor<2x16x64xf32>
     %v73 = nn.add %v72, %v71 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
-    %v74 = residual.add %v61, %v73 stream 0 layer 3 : tensor<2x16x64xf32>
+    %v74 = residual.add %v61, %v73 stream 0 layer 3 {residual.branch = "mlp", residual.skip = "identity"} : tensor<2x16x64xf32>
     %v75 = ml_program.global_load_const @"ln_f.weight" : tensor<64xf32>
     %v76 = ml_program.global_load_const @"ln_f.bias" : tensor<64xf32>
     %v77 = nn.layer_norm %v74, %v75, %v76 : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>
