@@ -451,22 +451,18 @@ LogicalResult Exporter::exportOp(Operation *op) {
                            bn.getEpsilon().convertToFloat());
         return success();
       })
-      .Case([&](nn::ReduceMeanOp r) {
-        SmallVector<int64_t> axes(r.getAxes());
+      .Case<nn::ReduceMeanOp, nn::ReduceSumOp>([&](Operation *r) {
+        // nn's empty axes mean "all"; ONNX's too, but only by default.
+        auto axesAttr = r->getAttrOfType<DenseI64ArrayAttr>("axes");
+        SmallVector<int64_t> axes(axesAttr ? axesAttr.asArrayRef()
+                                           : ArrayRef<int64_t>());
         if (axes.empty())
-          for (int64_t i = 0; i < rank(r.getX()); ++i)
+          for (int64_t i = 0; i < rank(r->getOperand(0)); ++i)
             axes.push_back(i);
-        b.bind(r.getResult(),
-               b.reduce("ReduceMean", in(0), axes, r.getKeepdims()));
-        return success();
-      })
-      .Case([&](nn::ReduceSumOp r) {
-        SmallVector<int64_t> axes(r.getAxes());
-        if (axes.empty())
-          for (int64_t i = 0; i < rank(r.getX()); ++i)
-            axes.push_back(i);
-        b.bind(r.getResult(),
-               b.reduce("ReduceSum", in(0), axes, r.getKeepdims()));
+        auto keep = r->getAttrOfType<BoolAttr>("keepdims");
+        b.bind(r->getResult(0),
+               b.reduce(isa<nn::ReduceMeanOp>(r) ? "ReduceMean" : "ReduceSum",
+                        in(0), axes, !keep || keep.getValue()));
         return success();
       })
       .Case([&](nn::ReshapeOp r) {

@@ -294,32 +294,19 @@ FailureOr<SmallVector<int64_t>> axesOf(NodeContext &c, bool required) {
   return SmallVector<int64_t>();
 }
 
-HandlerResult unsqueeze(NodeContext &c) {
+/// Unsqueeze and Squeeze: axes from input #1; on a constant integer tensor
+/// (a shape vector) the result folds to a reshaped constant.
+template <typename OpTy>
+HandlerResult reshapeAxes(NodeContext &c) {
+  bool unsqueeze = std::is_same_v<OpTy, nn::UnsqueezeOp>;
   auto x = c.tensorInput(0);
-  auto axes = axesOf(c, /*required=*/true);
-  if (failed(x) || failed(axes))
-    return failure();
-  auto op = createInferred<nn::UnsqueezeOp>(
-      c, {*x}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(*axes))});
-  if (failed(op))
-    return failure();
-  if (c.constantInts(*x)) {
-    auto shape = op->getType().getShape();
-    op->erase();
-    return single(reshapeTo(c, *x, shape));
-  }
-  return SmallVector<Value>{*op};
-}
-
-HandlerResult squeeze(NodeContext &c) {
-  auto x = c.tensorInput(0);
-  auto axes = axesOf(c, /*required=*/false);
+  auto axes = axesOf(c, /*required=*/unsqueeze);
   if (failed(x) || failed(axes))
     return failure();
   SmallVector<NamedAttribute> attrs;
   if (!axes->empty())
     attrs.push_back(c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(*axes)));
-  auto op = createInferred<nn::SqueezeOp>(c, {*x}, attrs);
+  auto op = createInferred<OpTy>(c, {*x}, attrs);
   if (failed(op))
     return failure();
   if (c.constantInts(*x)) {
@@ -327,7 +314,7 @@ HandlerResult squeeze(NodeContext &c) {
     op->erase();
     return single(reshapeTo(c, *x, shape));
   }
-  return SmallVector<Value>{*op};
+  return SmallVector<Value>{op->getResult()};
 }
 
 HandlerResult shape(NodeContext &c) {
@@ -384,8 +371,8 @@ const Handler kHandlers[] = {
     {"Split", 13, 21, split},
     {"Slice", 13, 21, slice},
     {"Gather", 13, 21, gather},
-    {"Unsqueeze", 13, 21, unsqueeze},
-    {"Squeeze", 13, 21, squeeze},
+    {"Unsqueeze", 13, 21, reshapeAxes<nn::UnsqueezeOp>},
+    {"Squeeze", 13, 21, reshapeAxes<nn::SqueezeOp>},
     {"Shape", 13, 21, shape},
     {"Cast", 13, 21, castOp},
     {"Where", 13, 21, where},
