@@ -46,6 +46,12 @@ LogicalResult ResidualTruncatePass::truncate(func::FuncOp func) {
                             << "'), got " << static_cast<int64_t>(depth);
   Value kept = stateAfter(ends[depth - 1]);
   Value last = stateAfter(ends.back());
+  if (kept.getType() != last.getType())
+    return func.emitError() << "residual-truncate: the state after block "
+                            << static_cast<int64_t>(depth) << " has type "
+                            << kept.getType() << ", but the head reads "
+                            << last.getType()
+                            << " (the stream changes shape after it)";
   if (kept != last)
     last.replaceAllUsesWith(kept);
 

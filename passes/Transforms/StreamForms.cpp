@@ -63,10 +63,22 @@ LogicalResult rewire::addDepthMixes(func::FuncOp func, SymbolTable &symbols,
   for (auto &[stream, updates] : collectStreamUpdates(func)) {
     SmallVector<Value> states = {
         cast<residual::StreamOpInterface>(updates.front()).getStreamInput()};
-    for (Operation *end : blockEnds(updates, granularity)) {
+    auto ends = blockEnds(updates, granularity);
+    for (auto [blockIndex, end] : llvm::enumerate(ends)) {
       auto update = cast<residual::StreamOpInterface>(end);
       Value y = end->getResult(0);
       auto type = cast<RankedTensorType>(y.getType());
+      if (states.front().getType() != type) {
+        // The stream changed shape (a ResNet stage with a projection): mix
+        // only the states of the new shape, starting at this block's input.
+        Operation *first =
+            blockIndex == 0
+                ? updates.front()
+                : *std::next(llvm::find(updates, ends[blockIndex - 1]));
+        states = {cast<residual::StreamOpInterface>(first).getStreamInput()};
+        if (states.front().getType() != type)
+          states = {y};
+      }
       int64_t k = states.size();
       int64_t n = softmax ? k : k + 1;
       auto cType = RankedTensorType::get({n}, type.getElementType());
@@ -152,6 +164,8 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
     state.replaceAllUsesExcept(tap.getResult(), tap);
     if (depth + 1 == ends.size())
       break; // the last depth is the model's own output
+    if (tap.getType() != last.getType())
+      continue; // the shared head cannot read a state of another shape
     // Clone the head onto this depth, just before the return.
     IRMapping map;
     map.map(last, tap.getResult());

@@ -1,0 +1,86 @@
+"""Every residual-rewrite kind on every detected model: the IR verifies and
+round-trips, and the parameters the form adds (from rewire-report's JSON)
+match papers.md's formulas for that model's stream.
+
+    rewrite_matrix.py MODEL.mlir [MODEL2.mlir ...]
+
+Per update i with feature size d_i (per stream), C = 8, K blocks:
+  rezero, skipinit: 1        layerscale: d_i          review: 2 d_i^2 + d_i
+  highway: d_i^2 + d_i       nag: 1 + C d_i + 2C      lpa: 0
+  ancre: k+1 per block k, denseformer: k+2 per block k, counted within
+  each run of blocks of one shape (a ResNet stage), k restarting at 0.
+"""
+import json
+import re
+import subprocess
+import sys
+
+C = 8
+KINDS = ["rezero", "skipinit", "layerscale", "review", "highway", "nag", "ancre", "denseformer", "lpa"]
+
+
+def run(args, text=None):
+    r = subprocess.run(args, input=text, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAIL %s: %s" % (" ".join(args[:3]), r.stderr.strip()[-500:]))
+    return r.stdout
+
+
+def updates(ir):
+    """(d, type, ends_block) per residual.add, in order."""
+    out = []
+    for m in re.finditer(r"residual\.add .*?(axis 1 )?stream \d+ layer \d+ \{residual\.branch = \"(\w+)\".*?\} : tensor<([^>]*)>", ir):
+        dims = [int(x) for x in m.group(3).split("x")[:-1]]
+        d = dims[1] if m.group(1) else dims[-1]
+        out.append((d, m.group(3), m.group(2) != "attention"))
+    out[-1] = (out[-1][0], out[-1][1], True)
+    return out
+
+
+def expected(kind, ups):
+    if kind in ("rezero", "skipinit"):
+        return len(ups)
+    if kind == "layerscale":
+        return sum(d for d, _, _ in ups)
+    if kind == "review":
+        return sum(2 * d * d + d for d, _, _ in ups)
+    if kind == "highway":
+        return sum(d * d + d for d, _, _ in ups)
+    if kind == "nag":
+        return sum(1 + C * d + 2 * C for d, _, _ in ups)
+    if kind == "lpa":
+        return 0
+    total, k, shape = 0, 0, None
+    for d, ty, end in ups:
+        if not end:
+            continue
+        if ty != shape:
+            k, shape = 0, ty
+        total += (k + 1) if kind == "ancre" else (k + 2)
+        k += 1
+    return total
+
+
+def main():
+    bad = 0
+    for path in sys.argv[1:]:
+        name = path.rsplit("/", 1)[-1]
+        detected = run(["rewire-opt", path, "--pass-pipeline=builtin.module(func.func(residual-detect))"])
+        ups = updates(detected)
+        for kind in KINDS:
+            out = run(["rewire-opt", "--residual-rewrite=kind=" + kind], detected)
+            if run(["rewire-opt"], out) != out:
+                print("FAIL %s %s: does not round-trip" % (name, kind))
+                bad += 1
+                continue
+            report = json.loads(run(["rewire-report", "/dev/stdin", "--format=json"], out))
+            got, want = report["params_added"], expected(kind, ups)
+            ok = got == want
+            bad += not ok
+            print("%s %-12s %-12s params %8d (expected %d)" % ("ok  " if ok else "FAIL", name, kind, got, want))
+    print("%d models x %d kinds, %d failed" % (len(sys.argv) - 1, len(KINDS), bad))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
