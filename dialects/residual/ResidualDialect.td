@@ -69,6 +69,14 @@ def Residual_MixWeights : I32EnumAttr<"MixWeights",
   let cppNamespace = "::rewire::residual";
 }
 
+def Residual_RouteMode : I32EnumAttr<"RouteMode",
+    "how Mixture-of-Depths routing picks the rows that skip a sublayer", [
+      I32EnumAttrCase<"threshold", 0>,
+      I32EnumAttrCase<"rate", 1>
+    ]> {
+  let cppNamespace = "::rewire::residual";
+}
+
 //===----------------------------------------------------------------------===//
 // Base op class
 //===----------------------------------------------------------------------===//

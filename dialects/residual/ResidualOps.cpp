@@ -374,6 +374,19 @@ LogicalResult NagAddOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RouteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RouteOp::verify() {
+  double v = getValue().convertToDouble();
+  if (!std::isfinite(v))
+    return emitOpError() << "'value' must be finite, got " << v;
+  if (getMode() == RouteMode::rate && !(v >= 0.0 && v < 1.0))
+    return emitOpError() << "skip rate must be in [0, 1), got " << v;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TapOp
 //===----------------------------------------------------------------------===//
 

@@ -263,6 +263,37 @@ def Residual_NagAddOp : Residual_StreamOp<"nag_add", [
 }
 
 //===----------------------------------------------------------------------===//
+// residual.route
+//===----------------------------------------------------------------------===//
+
+def Residual_RouteOp : Residual_Op<"route", [Pure,
+    AllTypesMatch<["m", "result"]>]> {
+  let summary = "Mixture-of-Depths routing of a NAG modulator";
+  let description = [{
+    Sets the modulator `m` (from `residual.nag_gate`) to 0 for the rows that
+    skip the sublayer, so `residual.nag_add` leaves them unchanged (and a
+    lowering may skip their branch computation):
+
+    * `threshold t`: rows with `m < t` skip;
+    * `rate r`: the `floor(r * N)` rows with the smallest `m` among all `N`
+      rows of the tensor skip (ties broken by position), `0 <= r < 1`.
+
+    `m` keeps its other values. Folds to `m` for `rate 0`.
+
+    Example:
+    ```mlir
+    %m2 = residual.route %m rate 2.500000e-01 : tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins Residual_FloatTensor:$m, Residual_RouteMode:$mode,
+                       F64Attr:$value);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = "$m $mode $value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // residual.tap
 //===----------------------------------------------------------------------===//
 

@@ -605,7 +605,7 @@ LogicalResult Exporter::exportOp(Operation *op) {
       .Case([&](nn::OnnxNodeOp generic) { return exportGeneric(generic); })
       .Case<residual::AddOp, residual::ScaleAddOp, residual::GatedAddOp,
             residual::MixOp, residual::NagGateOp, residual::NagAddOp,
-            residual::TapOp>(
+            residual::RouteOp, residual::TapOp>(
           [&](Operation *r) { return exportResidualOp(r, b); })
       .Default([&](Operation *other) {
         return other->emitError()

@@ -179,6 +179,42 @@ LogicalResult exportNagAdd(residual::NagAddOp op, GraphBuilder &g) {
   return success();
 }
 
+LogicalResult exportRoute(residual::RouteOp op, GraphBuilder &g) {
+  std::string m = g.name(op.getM());
+  std::string out = g.name(op.getResult());
+  double v = op.getValue().convertToDouble();
+  if (op.getMode() == residual::RouteMode::threshold) {
+    std::string skip = g.node1("Less", {m, g.constF32(static_cast<float>(v))});
+    g.node("Where", {skip, g.constF32(0.0f), m}, {out});
+    return success();
+  }
+  auto type = op.getM().getType();
+  if (!type.hasStaticShape())
+    return op.emitError() << "exporting residual.route by rate needs a static "
+                             "shape";
+  int64_t n = type.getNumElements();
+  int64_t k = static_cast<int64_t>(std::floor(v * static_cast<double>(n)));
+  if (k == 0) {
+    g.node("Identity", {m}, {out});
+    return success();
+  }
+  // The k smallest rows (TopK breaks ties by index) are set to 0.
+  std::string flat = g.node1("Reshape", {m, g.constI64({n})});
+  onnx::NodeProto *topk;
+  std::string values = g.fresh("topk_values"), indices = g.fresh("topk_indices");
+  topk = g.node("TopK", {flat, g.constI64({k})}, {values, indices});
+  GraphBuilder::attr(topk, "largest", int64_t(0));
+  GraphBuilder::attr(topk, "sorted", int64_t(1));
+  std::string zeros = g.node1(
+      "Expand", {g.constF32(0.0f), g.constI64({k})});
+  onnx::NodeProto *scatter;
+  std::string routed = g.node1("ScatterElements", {flat, indices, zeros}, &scatter);
+  GraphBuilder::attr(scatter, "axis", int64_t(0));
+  SmallVector<int64_t> shape(type.getShape());
+  g.node("Reshape", {routed, g.constI64(shape)}, {out});
+  return success();
+}
+
 } // namespace
 
 LogicalResult rewire::onnx_export::exportResidualOp(Operation *op,
@@ -198,6 +234,7 @@ LogicalResult rewire::onnx_export::exportResidualOp(Operation *op,
       .Case([&](residual::MixOp s) { return exportMix(s, g); })
       .Case([&](residual::NagGateOp s) { return exportNagGate(s, g); })
       .Case([&](residual::NagAddOp s) { return exportNagAdd(s, g); })
+      .Case([&](residual::RouteOp s) { return exportRoute(s, g); })
       .Default([](Operation *other) {
         return other->emitError() << "no ONNX decomposition for '"
                                   << other->getName() << "'";

@@ -162,6 +162,26 @@ def ResidualTruncate : Pass<"residual-truncate", "::mlir::ModuleOp"> {
   ];
 }
 
+def ResidualMod : Pass<"residual-mod", "::mlir::ModuleOp"> {
+  let summary = "Mixture-of-Depths skipping for NAG updates";
+  let description = [{
+    Routes the modulator of every NAG update (`residual.nag_gate` ->
+    `residual.nag_add`) through `residual.route`, so tokens (rows) whose
+    modulator is below `threshold`, or the `rate` fraction of tokens with
+    the smallest modulator, skip the sublayer: the update leaves their state
+    unchanged. Give exactly one of `threshold` (>= 0) and `rate` (in [0, 1)).
+    The paper's exact rule is not known to us (papers.md); both are offered
+    and the skip rate and loss change are for the user to measure.
+  }];
+  let options = [
+    Option<"threshold", "threshold", "double", "-1.0",
+           "Skip tokens whose modulator m is below this">,
+    Option<"rate", "rate", "double", "-1.0",
+           "Skip this fraction of tokens, those with the smallest m">,
+  ];
+  let dependentDialects = ["::rewire::residual::ResidualDialect"];
+}
+
 def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
   let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
   let description = [{

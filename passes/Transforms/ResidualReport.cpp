@@ -95,9 +95,14 @@ Update describe(residual::StreamOpInterface op) {
         u.kind = "nag gate";
         u.flops = 3 * d + 2 * d * c + 6 * c;
       })
-      .Case([&](residual::NagAddOp) {
+      .Case([&](residual::NagAddOp n) {
         u.kind = "nag";
         u.flops = 12 * d;
+        if (auto route = n.getM().getDefiningOp<residual::RouteOp>())
+          u.kind = llvm::formatv("nag, skip {0} {1}",
+                                 stringifyRouteMode(route.getMode()),
+                                 route.getValue().convertToDouble())
+                       .str();
       })
       .Case([&](residual::TapOp) { u.kind = "tap"; })
       .Default([&](Operation *) { u.kind = "other"; });

@@ -206,3 +206,15 @@ func.func @tap_kept(%h: tensor<2x64xf32>) -> tensor<2x64xf32> {
   %0 = residual.tap %h stream 0 layer 0 : tensor<2x64xf32>
   return %0 : tensor<2x64xf32>
 }
+
+// -----
+
+// Routing nobody (rate 0) is the modulator itself.
+// CHECK-LABEL: func.func @route_rate_zero
+// CHECK-SAME: (%[[M:[a-z0-9_]+]]: tensor<2x1xf32>)
+// CHECK-NOT: residual.route
+// CHECK: return %[[M]]
+func.func @route_rate_zero(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
+  %0 = residual.route %m rate 0.0 : tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}

@@ -319,3 +319,27 @@ func.func @int_state(%h: tensor<2x64xi32>) -> tensor<2x64xi32> {
   %0 = residual.add %h, %h stream 0 layer 0 : tensor<2x64xi32>
   return %0 : tensor<2x64xi32>
 }
+
+// -----
+
+func.func @route_rate_high(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
+  // expected-error @+1 {{skip rate must be in [0, 1), got 1.5}}
+  %0 = residual.route %m rate 1.5 : tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @route_rate_negative(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
+  // expected-error @+1 {{skip rate must be in [0, 1), got -1.000000e-01}}
+  %0 = residual.route %m rate -0.1 : tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @route_inf(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
+  // expected-error @+1 {{'value' must be finite}}
+  %0 = residual.route %m threshold 0x7FF0000000000000 : tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}

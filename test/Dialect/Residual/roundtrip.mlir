@@ -90,3 +90,12 @@ func.func @tap(%h: tensor<2x8x64xf32>) -> tensor<2x8x64xf32> {
   %1 = residual.tap %0 name "depth3" stream 0 layer 3 : tensor<2x8x64xf32>
   return %1 : tensor<2x8x64xf32>
 }
+
+// CHECK-LABEL: func.func @route
+func.func @route(%m: tensor<2x8x1xf32>) -> (tensor<2x8x1xf32>, tensor<2x8x1xf32>) {
+  // CHECK: residual.route %{{.*}} threshold 5.000000e-01 : tensor<2x8x1xf32>
+  %0 = residual.route %m threshold 0.5 : tensor<2x8x1xf32>
+  // CHECK: residual.route %{{.*}} rate 2.500000e-01 : tensor<2x8x1xf32>
+  %1 = residual.route %m rate 0.25 : tensor<2x8x1xf32>
+  return %0, %1 : tensor<2x8x1xf32>, tensor<2x8x1xf32>
+}

@@ -96,6 +96,12 @@ CASES = [
     case("nag_add",
          "residual.nag_add %R, %f, %a, %m stream 0 layer 0 : $T, tensor<f32>, tensor<2x5x1xf32>".replace("$T", t(S)),
          [("R", S), ("f", S), ("a", []), ("m", [B, T, 1])], S, None),
+    case("route threshold 0.5",
+         "residual.route %m threshold 0.5 : tensor<2x5x1xf32>",
+         [("m", [B, T, 1])], [B, T, 1], lambda m: np.where(m < 0.5, 0.0, m)),
+    case("route rate 0.3 (3 of 10 rows skip)",
+         "residual.route %m rate 0.3 : tensor<2x5x1xf32>",
+         [("m", [B, T, 1])], [B, T, 1], None),
     case("tap", 'residual.tap %h name "depth1" stream 0 layer 1 : $T'.replace("$T", t(S)),
          [("h", S)], S, lambda h: h),
 ]
@@ -132,7 +138,14 @@ def main():
             feeds[n] = x.astype(np.float32)
         got = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
         args = [feeds[n].astype(np.float64) for n, _ in inputs]
-        want = nag_add_ref(*args) if ref is None else ref(*args)
+        if ref is not None:
+            want = ref(*args)
+        elif name.startswith("route"):
+            flat = args[0].reshape(-1).copy()
+            flat[np.argsort(flat, kind="stable")[: int(0.3 * flat.size)]] = 0.0
+            want = flat.reshape(args[0].shape)
+        else:
+            want = nag_add_ref(*args)
         err = np.abs(got - want)
         ok = np.all(err <= 1e-5 + 1e-5 * np.abs(want))
         print("%s %s: max abs error %.2e" % ("ok  " if ok else "FAIL", name, err.max()))
