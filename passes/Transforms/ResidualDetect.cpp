@@ -1,9 +1,9 @@
 //===- ResidualDetect.cpp - Raise residual adds into residual.add ---------===//
 //
-// Implements residual-detect (see Passes.td for the rules). Reachability is
-// searched backwards from the branch and pruned at ops that come before the
-// candidate skip in the block, so each search only visits the ops of one
-// sublayer: detection is linear in practice on deep models.
+// Implements residual-detect (see Passes.td for the rules). Paths between a
+// candidate skip and its branch are found by two sweeps over the ops between
+// them in block order, so each query visits the ops of one sublayer and only
+// ops that are really on a path decide whether the branch is parameterized.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
@@ -26,26 +26,6 @@ using namespace rewire;
 
 namespace {
 
-/// Where a value sits in the block (block arguments come first).
-class Order {
-public:
-  explicit Order(Block &block) {
-    int64_t i = 0;
-    for (Operation &op : block)
-      index[&op] = i++;
-  }
-  int64_t of(Value v) const {
-    if (Operation *def = v.getDefiningOp()) {
-      auto it = index.find(def);
-      return it == index.end() ? -1 : it->second;
-    }
-    return -1; // block arguments
-  }
-
-private:
-  llvm::DenseMap<Operation *, int64_t> index;
-};
-
 /// True when `v` is (a view of) a parameter.
 bool isParameter(Value v) {
   while (Operation *def = v.getDefiningOp()) {
@@ -66,43 +46,56 @@ bool isParameterized(Operation *op) {
   return llvm::any_of(op->getOperands(), isParameter);
 }
 
-/// What a search from a branch found.
+/// What lies on the paths from a value to a branch.
 struct Reach {
-  bool reached = false;        ///< the target value is an ancestor
-  bool parameterized = false;  ///< some op on the way has parameters
+  bool reached = false;        ///< the value is an ancestor of the branch
+  bool parameterized = false;  ///< an op on such a path has parameters
   bool attention = false, conv = false, matmul = false;
 };
 
-/// Searches the ancestors of `from` for `target`, visiting only ops at or
-/// after `target`'s position.
-Reach search(Value from, Value target, const Order &order) {
+/// Finds the ops on the paths from `target` to `from`. The block is in
+/// topological order, so one forward sweep over the ops between the two
+/// marks what `target` reaches and one backward sweep what reaches `from`;
+/// the ops marked by both are the paths. Linear in the ops between them.
+Reach search(Value from, Value target) {
   Reach r;
-  int64_t floor = order.of(target);
-  SmallVector<Value> stack = {from};
-  llvm::SmallPtrSet<Operation *, 32> seen;
-  while (!stack.empty()) {
-    Value v = stack.pop_back_val();
-    if (v == target) {
-      r.reached = true;
-      continue;
-    }
-    Operation *def = v.getDefiningOp();
-    if (!def || order.of(v) < floor || !seen.insert(def).second)
-      continue;
-    if (isParameterized(def))
-      r.parameterized = true;
-    if (isa<nn::SoftmaxOp, nn::AttentionOp>(def))
-      r.attention = true;
-    if (isa<nn::ConvOp>(def))
-      r.conv = true;
-    if (isa<nn::MatMulOp, nn::GemmOp>(def))
-      r.matmul = true;
-    for (Value operand : def->getOperands())
-      stack.push_back(operand);
+  Operation *fromOp = from.getDefiningOp();
+  if (from == target) {
+    r.reached = true;
+    return r;
   }
-  // Only paths that reach the target count: re-run restricted to them would
-  // be exact; a branch that reaches the stream and holds a parameterized op
-  // is what residual branches look like in every family we detect.
+  Operation *targetOp = target.getDefiningOp();
+  if (!fromOp || (targetOp && (targetOp->getBlock() != fromOp->getBlock() ||
+                               !targetOp->isBeforeInBlock(fromOp))))
+    return r;
+  Block *block = fromOp->getBlock();
+  Operation *first = target.getDefiningOp()
+                         ? target.getDefiningOp()->getNextNode()
+                         : &block->front();
+  llvm::SmallPtrSet<Operation *, 32> forward, onPath;
+  auto fromTarget = [&](Value v) {
+    return v == target || forward.contains(v.getDefiningOp());
+  };
+  for (Operation *op = first; op && op != fromOp->getNextNode();
+       op = op->getNextNode())
+    if (llvm::any_of(op->getOperands(), fromTarget))
+      forward.insert(op);
+  if (!forward.contains(fromOp))
+    return r;
+  r.reached = true;
+  onPath.insert(fromOp);
+  for (Operation *op = fromOp; op && op != first->getPrevNode();
+       op = op->getPrevNode()) {
+    if (!onPath.contains(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && forward.contains(def))
+        onPath.insert(def);
+    r.parameterized |= isParameterized(op);
+    r.attention |= isa<nn::SoftmaxOp, nn::AttentionOp>(op);
+    r.conv |= isa<nn::ConvOp>(op);
+    r.matmul |= isa<nn::MatMulOp, nn::GemmOp>(op);
+  }
   return r;
 }
 
@@ -148,7 +141,6 @@ void ResidualDetectPass::runOnOperation() {
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return;
   Block &block = func.getBody().front();
-  Order order(block);
   SmallVector<nn::AddOp> adds;
   for (Operation &op : block)
     if (auto add = dyn_cast<nn::AddOp>(op))
@@ -175,14 +167,14 @@ void ResidualDetectPass::runOnOperation() {
     Reach reach;
     for (auto [s, f] : {std::pair(a, b), std::pair(b, a)}) {
       // Identity skip: the skip is an ancestor of the branch.
-      Reach r = search(f, s, order);
+      Reach r = search(f, s);
       if (r.reached && r.parameterized) {
         skip = s, branch = f, reach = r;
         break;
       }
       // Parallel: the branch comes from the input state of the skip's add.
       if (residual::AddOp prev = streamSource(s)) {
-        Reach p = search(f, prev.getH(), order);
+        Reach p = search(f, prev.getH());
         if (p.reached && p.parameterized) {
           skip = s, branch = f, reach = p;
           break;
@@ -196,9 +188,9 @@ void ResidualDetectPass::runOnOperation() {
         Value x = projectionSource(s);
         // The branch must come from x beside the projection, not through it
         // (x + c * x^3 inside a tanh-GELU is not a residual connection).
-        if (!x || search(f, s, order).reached)
+        if (!x || search(f, s).reached)
           continue;
-        Reach r = search(f, x, order);
+        Reach r = search(f, x);
         if (r.reached && r.parameterized) {
           skip = s, branch = f, reach = r, projection = true;
           break;
