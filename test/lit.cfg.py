@@ -27,6 +27,9 @@ ort_python = os.path.join(config.rewire_obj_root, "venv", "bin", "python")
 if not os.path.exists(ort_python):
     lit_config.fatal("ONNX Runtime venv missing (%s); run scripts/bootstrap.sh" % ort_python)
 config.substitutions.append(("%ort_python", ort_python))
+# mlir-runner and its runtime libraries, for execution tests of lowered IR.
+config.substitutions.append(("%mlir_runner", os.path.join(config.llvm_tools_dir, "mlir-runner")))
+config.substitutions.append(("%mlir_lib_dir", os.path.normpath(os.path.join(config.llvm_tools_dir, "..", "lib"))))
 
 # Our tools first, then LLVM's (FileCheck, not, count).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -8,6 +8,7 @@
 
 #include "dialects/nn/NNDialect.h"
 #include "dialects/residual/ResidualDialect.h"
+#include "passes/Conversion/Passes.h"
 #include "passes/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -75,6 +76,7 @@ void rewire::registerRewireDialects(mlir::DialectRegistry &registry) {
 
 void rewire::registerRewirePasses() {
   rewire::registerRewireTransformsPasses();
+  rewire::registerRewireConversionPasses();
 
   // Generic transforms: canonicalize, cse, inline, symbol-dce, sccp, ...
   mlir::registerTransformsPasses();

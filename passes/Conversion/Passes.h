@@ -1,0 +1,26 @@
+//===- Passes.h - Conversions of Rewire's dialects --------------*- C++ -*-===//
+//
+// Declarations and registration of the conversion passes (Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_CONVERSION_PASSES_H
+#define REWIRE_PASSES_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace rewire {
+
+#define GEN_PASS_DECL
+#include "passes/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Conversion/Passes.h.inc"
+
+} // namespace rewire
+
+#endif // REWIRE_PASSES_CONVERSION_PASSES_H

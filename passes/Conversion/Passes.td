@@ -1,0 +1,33 @@
+//===- Passes.td - Conversions of Rewire's dialects ---------*- tablegen -*-===//
+//
+// Declares the conversion passes (one folder each).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_CONVERSION_PASSES_TD
+#define REWIRE_PASSES_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertResidualToLinalg : Pass<"convert-residual-to-linalg", "::mlir::func::FuncOp"> {
+  let summary = "Lower residual ops to linalg on tensors";
+  let description = [{
+    Lowers the residual ops to `linalg.generic` / `linalg.matmul` on tensors:
+    every elementwise part of an update (scale, gate epilogue, combine, mix)
+    is one `linalg.generic` over the state, per-row norms are one reduction
+    each, and the review gate's GEMM is two `linalg.matmul`s over the split
+    weight (`W = [W_h | W_u]`, so `concat[rms h, rms u]` is never
+    materialized). `residual.tap` disappears.
+
+    Supported: `add`, `scale_add` (any feature axis), `gated_add` (review and
+    highway, both combines, both gate widths; feature axis last, rank >= 2),
+    `mix` (softmax and free), `tap`. The NAG ops and `route` are not lowered
+    yet: the conversion reports them by name and fails, never leaves them
+    behind silently.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+  ];
+}
+
+#endif // REWIRE_PASSES_CONVERSION_PASSES_TD

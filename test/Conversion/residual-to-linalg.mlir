@@ -1,0 +1,50 @@
+// convert-residual-to-linalg: the structure each lowering produces, and ops
+// it cannot lower yet reported by name.
+// RUN: rewire-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(convert-residual-to-linalg))" | FileCheck %s
+
+// CHECK: #[[CH:.*]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+
+// The review gate: two row reductions (rms of h and u), two matmuls over the
+// halves of W (no concat), one fused epilogue.
+// CHECK-LABEL: func.func @review
+// CHECK-NOT: residual.
+// CHECK-COUNT-2: tensor.extract_slice
+// CHECK-NOT: tensor.concat
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: math.exp
+// CHECK: return
+func.func @review(%h: tensor<2x3x8xf32>, %u: tensor<2x3x8xf32>, %W: tensor<16x8xf32>, %b: tensor<8xf32>) -> tensor<2x3x8xf32> {
+  %0 = residual.gated_add review additive %h, %u, %W, %b stream 0 layer 0 : tensor<2x3x8xf32>, tensor<16x8xf32>, tensor<8xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// CHECK-LABEL: func.func @review_matmuls
+// CHECK-COUNT-2: linalg.matmul
+func.func @review_matmuls(%h: tensor<2x3x8xf32>, %u: tensor<2x3x8xf32>, %W: tensor<16x8xf32>, %b: tensor<8xf32>) -> tensor<2x3x8xf32> {
+  %0 = residual.gated_add review additive %h, %u, %W, %b stream 0 layer 0 : tensor<2x3x8xf32>, tensor<16x8xf32>, tensor<8xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// A scale along the NCHW channel axis indexes alpha by dimension 1.
+// CHECK-LABEL: func.func @scale_nchw
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[CH]], #{{.*}}]
+func.func @scale_nchw(%h: tensor<1x4x3x3xf32>, %u: tensor<1x4x3x3xf32>, %a: tensor<4xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = residual.scale_add %h, %u, %a axis 1 stream 0 layer 0 : tensor<1x4x3x3xf32>, tensor<4xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}
+
+// A tap lowers to nothing.
+// CHECK-LABEL: func.func @tap
+// CHECK-NEXT: return %arg0
+func.func @tap(%h: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = residual.tap %h stream 0 layer 0 : tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @nag(%R: tensor<2x8xf32>, %f: tensor<2x8xf32>, %a: tensor<f32>, %m: tensor<2x1xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{failed to legalize operation 'residual.nag_add' that was explicitly marked illegal}}
+  %0 = residual.nag_add %R, %f, %a, %m stream 0 layer 0 : tensor<2x8xf32>, tensor<f32>, tensor<2x1xf32>
+  return %0 : tensor<2x8xf32>
+}
