@@ -19,10 +19,11 @@ def ConvertResidualToLinalg : Pass<"convert-residual-to-linalg", "::mlir::func::
     materialized). `residual.tap` disappears.
 
     Supported: `add`, `scale_add` (any feature axis), `gated_add` (review and
-    highway, both combines, both gate widths; feature axis last, rank >= 2),
-    `mix` (softmax and free), `tap`. The NAG ops and `route` are not lowered
-    yet: the conversion reports them by name and fails, never leaves them
-    behind silently.
+    highway, both combines, both gate widths), `mix` (softmax and free),
+    `nag_gate`, `nag_add`, `route` by threshold, `tap`; gates and NAG need a
+    static shape with the feature axis last. `route` by rate (it needs a
+    sort) is not lowered yet: the conversion reports it by name and fails,
+    never leaves an op behind silently.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -13,6 +13,8 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <cmath>
+
 namespace rewire {
 #define GEN_PASS_DEF_CONVERTRESIDUALTOLINALG
 #include "passes/Conversion/Passes.h.inc"
@@ -55,29 +57,37 @@ Value elementwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
   return generic.getResult(0);
 }
 
-/// sum over the last dimension of f(x), as a tensor of rank-1.
-Value rowSum(OpBuilder &b, Location loc, Value x,
-             function_ref<Value(OpBuilder &, Location, Value)> f) {
-  auto type = cast<RankedTensorType>(x.getType());
+/// sum over the last dimension of f(xs...), as a tensor of rank-1 (all `xs`
+/// have one shape).
+Value rowSum(OpBuilder &b, Location loc, ValueRange xs,
+             function_ref<Value(OpBuilder &, Location, ValueRange)> f) {
+  auto type = cast<RankedTensorType>(xs.front().getType());
   int64_t rank = type.getRank();
   Type elt = type.getElementType();
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0.0));
-  Value init = emptyLike(b, loc, x, elt, {rank - 1});
+  Value init = emptyLike(b, loc, xs.front(), elt, {rank - 1});
   init = linalg::FillOp::create(b, loc, zero, init).getResult(0);
   SmallVector<AffineExpr> rows;
   for (int64_t i = 0; i + 1 < rank; ++i)
     rows.push_back(b.getAffineDimExpr(i));
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                 AffineMap::get(rank, 0, rows, b.getContext())};
+  SmallVector<AffineMap> maps(xs.size(), b.getMultiDimIdentityMap(rank));
+  maps.push_back(AffineMap::get(rank, 0, rows, b.getContext()));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.back() = utils::IteratorType::reduction;
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init}, maps,
-      iters, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value v = arith::AddFOp::create(nb, nloc, args[1], f(nb, nloc, args[0]));
+      b, loc, TypeRange{init.getType()}, xs, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value v = arith::AddFOp::create(nb, nloc, args.back(),
+                                        f(nb, nloc, args.drop_back()));
         linalg::YieldOp::create(nb, nloc, v);
       });
   return generic.getResult(0);
+}
+
+Value rowSum(OpBuilder &b, Location loc, Value x,
+             function_ref<Value(OpBuilder &, Location, Value)> f) {
+  return rowSum(b, loc, ValueRange{x},
+                [&](OpBuilder &nb, Location l, ValueRange a) { return f(nb, l, a[0]); });
 }
 
 /// Map from the state's dims to the row index (all dims but the last).
@@ -337,6 +347,173 @@ struct TapLowering : OpConversionPattern<residual::TapOp> {
   }
 };
 
+/// rho = sqrt(mean_d(R^2)) per row (rank-1 tensor) and Rbar = R / rho.
+std::pair<Value, Value> normalizeRows(OpBuilder &b, Location loc, Value r) {
+  auto type = cast<RankedTensorType>(r.getType());
+  Type elt = type.getElementType();
+  int64_t rank = type.getRank();
+  double d = static_cast<double>(type.getShape().back());
+  Value sumsq = rowSum(b, loc, r, [](OpBuilder &nb, Location l, Value v) {
+    return arith::MulFOp::create(nb, l, v, v).getResult();
+  });
+  Value rho = elementwise(b, loc, sumsq, {sumsq}, {b.getMultiDimIdentityMap(rank - 1)},
+                          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            return math::SqrtOp::create(
+                                nb, l, arith::DivFOp::create(nb, l, a[0], floatConst(nb, l, elt, d)));
+                          });
+  Value rbar = elementwise(b, loc, r, {r, rho}, {b.getMultiDimIdentityMap(rank), rowMap(b, rank)},
+                           [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                             return arith::DivFOp::create(nb, l, a[0], a[1]);
+                           });
+  return {rho, rbar};
+}
+
+/// Reassociation that collapses all dims but the last: [[0..n-2], [n-1]].
+SmallVector<ReassociationIndices> rowsAndLast(int64_t rank) {
+  SmallVector<ReassociationIndices> r(1);
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    r[0].push_back(i);
+  r.push_back({rank - 1});
+  return r;
+}
+
+struct NagGateLowering : OpConversionPattern<residual::NagGateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(residual::NagGateOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getR().getType();
+    int64_t rank = type.getRank();
+    if (cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex() != rank - 1 ||
+        rank < 2 || !type.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "needs a static shape of rank >= 2 with the feature axis last");
+    Type elt = type.getElementType();
+    int64_t c = op.getW().getType().getDimSize(1);
+    int64_t rows = type.getNumElements() / type.getShape().back();
+    auto [rho, rbar] = normalizeRows(rewriter, loc, a.getR());
+    (void)rho;
+    Value flat = tensor::CollapseShapeOp::create(rewriter, loc, rbar, rowsAndLast(rank));
+    Value z = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows, c}, elt);
+    z = linalg::FillOp::create(rewriter, loc, floatConst(rewriter, loc, elt, 0.0), z).getResult(0);
+    z = linalg::MatmulOp::create(rewriter, loc, TypeRange{z.getType()}, ValueRange{flat, a.getW()},
+                                 ValueRange{z}).getResult(0);
+    Value q = softmax1d(rewriter, loc, a.getPi(), 1.0);
+    // m_row = sum_c q_c * sigmoid(z_rc + b_c)
+    MLIRContext *ctx = op.getContext();
+    AffineMap id2 = rewriter.getMultiDimIdentityMap(2);
+    AffineMap col = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    Value m = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{rows}, elt);
+    m = linalg::FillOp::create(rewriter, loc, floatConst(rewriter, loc, elt, 0.0), m).getResult(0);
+    double beta = op.getBeta().convertToDouble();
+    m = linalg::GenericOp::create(
+            rewriter, loc, TypeRange{m.getType()}, ValueRange{z, a.getB(), q}, ValueRange{m},
+            ArrayRef<AffineMap>{id2, col, col, row},
+            ArrayRef<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::reduction},
+            [&](OpBuilder &nb, Location l, ValueRange v) {
+              Value s = sigmoid(nb, l, arith::AddFOp::create(nb, l, v[0], v[1]));
+              linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[3],
+                                          arith::MulFOp::create(nb, l, v[2], s)).getResult());
+            })
+            .getResult(0);
+    if (beta != 1.0)
+      m = elementwise(rewriter, loc, m, {m}, {rewriter.getMultiDimIdentityMap(1)},
+                      [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                        return math::PowFOp::create(nb, l, v[0], floatConst(nb, l, elt, beta));
+                      });
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t i = 0; i < rank; ++i)
+      all[0].push_back(i);
+    rewriter.replaceOp(op, tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), m, all));
+    return success();
+  }
+};
+
+struct NagAddLowering : OpConversionPattern<residual::NagAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(residual::NagAddOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    int64_t rank = type.getRank();
+    if (cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex() != rank - 1 ||
+        !type.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "needs a static shape with the feature axis last");
+    Type elt = type.getElementType();
+    double d = static_cast<double>(type.getShape().back());
+    double eps = op.getEps().convertToDouble();
+    MLIRContext *ctx = op.getContext();
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rm = rowMap(rewriter, rank);
+    auto [rho, rbar] = normalizeRows(rewriter, loc, a.getR());
+    Value fsum = rowSum(rewriter, loc, a.getF(), [](OpBuilder &, Location, Value v) { return v; });
+    Value fc = elementwise(rewriter, loc, a.getF(), {a.getF(), fsum}, {id, rm},
+                           [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                             return arith::SubFOp::create(
+                                 nb, l, v[0], arith::DivFOp::create(nb, l, v[1], floatConst(nb, l, elt, d)));
+                           });
+    Value dot = rowSum(rewriter, loc, ValueRange{fc, rbar},
+                       [](OpBuilder &nb, Location l, ValueRange v) {
+                         return arith::MulFOp::create(nb, l, v[0], v[1]).getResult();
+                       });
+    Value fperp = elementwise(rewriter, loc, fc, {fc, dot, rbar}, {id, rm, id},
+                              [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                                Value proj = arith::DivFOp::create(nb, l, v[1], floatConst(nb, l, elt, d));
+                                return arith::SubFOp::create(nb, l, v[0],
+                                                             arith::MulFOp::create(nb, l, proj, v[2]));
+                              });
+    Value sq = rowSum(rewriter, loc, fperp, [](OpBuilder &nb, Location l, Value v) {
+      return arith::MulFOp::create(nb, l, v, v).getResult();
+    });
+    // m has the state's shape with the feature axis 1: index it by the row.
+    SmallVector<AffineExpr> mExprs(rm.getResults());
+    mExprs.push_back(getAffineConstantExpr(0, ctx));
+    AffineMap mMap = AffineMap::get(rank, 0, mExprs, ctx);
+    auto at = op.getAlpha().getType();
+    AffineMap alphaMap = at.getRank() == 0
+                             ? AffineMap::get(rank, 0, {}, ctx)
+                             : AffineMap::get(rank, 0, {getAffineConstantExpr(0, ctx)}, ctx);
+    rewriter.replaceOp(
+        op, elementwise(rewriter, loc, a.getR(),
+                        {a.getR(), fperp, rho, sq, a.getAlpha(), a.getM()},
+                        {id, id, rm, rm, alphaMap, mMap},
+                        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                          Value norm = arith::MaximumFOp::create(nb, l, math::SqrtOp::create(nb, l, v[3]),
+                                                                 floatConst(nb, l, elt, eps));
+                          Value u = arith::DivFOp::create(
+                              nb, l, arith::MulFOp::create(nb, l, v[1], floatConst(nb, l, elt, std::sqrt(d))),
+                              norm);
+                          Value scale = arith::MulFOp::create(
+                              nb, l, arith::MulFOp::create(nb, l, v[2], v[4]), v[5]);
+                          return arith::AddFOp::create(nb, l, v[0], arith::MulFOp::create(nb, l, scale, u));
+                        }));
+    return success();
+  }
+};
+
+struct RouteLowering : OpConversionPattern<residual::RouteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(residual::RouteOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getMode() != residual::RouteMode::threshold)
+      return rewriter.notifyMatchFailure(op, "rate routing needs a sort; not lowered yet");
+    Type elt = op.getType().getElementType();
+    double t = op.getValue().convertToDouble();
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(), a.getM(), {a.getM()},
+                        {rewriter.getMultiDimIdentityMap(op.getType().getRank())},
+                        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                          Value skip = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OLT, v[0],
+                                                             floatConst(nb, l, elt, t));
+                          return arith::SelectOp::create(nb, l, skip, floatConst(nb, l, elt, 0.0), v[0]);
+                        }));
+    return success();
+  }
+};
+
 struct ConvertResidualToLinalgPass
     : public rewire::impl::ConvertResidualToLinalgBase<ConvertResidualToLinalgPass> {
   void runOnOperation() override {
@@ -349,7 +526,7 @@ struct ConvertResidualToLinalgPass
     target.addIllegalDialect<residual::ResidualDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<AddLowering, ScaleAddLowering, GatedAddLowering, MixLowering,
-                 TapLowering>(ctx);
+                 TapLowering, NagGateLowering, NagAddLowering, RouteLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }
