@@ -31,4 +31,25 @@ def ConvertResidualToLinalg : Pass<"convert-residual-to-linalg", "::mlir::func::
   ];
 }
 
+def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
+  let summary = "Lower nn ops to linalg on tensors";
+  let description = [{
+    Lowers the tensor-graph ops to linalg on tensors: elementwise ops (with
+    ONNX broadcasting expressed in indexing maps) and activations to
+    `linalg.generic`, matmul with batch broadcasting to one `linalg.generic`
+    with a reduction loop, softmax, layer_norm, rms_norm and reductions to
+    reductions plus one fused elementwise generic, transpose to
+    `linalg.transpose`, reshape to collapse/expand, constants to
+    `arith.constant`.
+
+    Static shapes only for now. Not lowered yet (reported by name, never left
+    behind silently): gemm, batch_norm, split, slice, gather, concat,
+    (un)squeeze, conv, pooling, where, cast, attention.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+  ];
+}
+
 #endif // REWIRE_PASSES_CONVERSION_PASSES_TD

@@ -1,9 +1,11 @@
-"""Executes the residual ops after convert-residual-to-linalg and the CPU
-pipeline (docs/toolchain.md) with mlir-runner, and compares the results with
-the float64 NumPy references of test/Export/Inputs/residual_reference.py
-(|got - ref| <= 1e-5 + 1e-5 |ref|, random inputs from a fixed seed).
+"""Executes ops after their conversion to linalg and the CPU pipeline
+(docs/toolchain.md) with mlir-runner, and compares the results with float64
+NumPy references (|got - ref| <= 1e-5 + 1e-5 |ref|, random inputs from a
+fixed seed): the residual ops (references in
+test/Export/Inputs/residual_reference.py) or, with --cases nn, the nn ops
+(nn_reference.py).
 
-    run_lowered.py REWIRE_OPT MLIR_RUNNER RUNTIME_LIB_DIR WORKDIR
+    run_lowered.py REWIRE_OPT MLIR_RUNNER RUNTIME_LIB_DIR WORKDIR [--cases nn]
 """
 import os
 import re
@@ -15,10 +17,15 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Export", "Inputs"))
 import residual_reference as ref  # noqa: E402
 
-PIPELINE = ("builtin.module(func.func(convert-residual-to-linalg), func.func(canonicalize,cse),"
+NN = "--cases" in sys.argv and sys.argv[sys.argv.index("--cases") + 1] == "nn"
+if NN:
+    import nn_reference as ref  # noqa: E402,F811
+
+PIPELINE = ("builtin.module(func.func(" + ("convert-nn-to-linalg" if NN else "convert-residual-to-linalg") +
+            "), func.func(canonicalize,cse),"
             "one-shot-bufferize{bufferize-function-boundaries},buffer-deallocation-pipeline,"
             "convert-bufferization-to-memref,func.func(convert-linalg-to-loops,convert-scf-to-cf),"
-            "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"
+            "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
             "convert-to-llvm,reconcile-unrealized-casts)")
 LOWERED = ("add", "scale_add", "gated_add", "mix", "tap", "nag_gate", "nag_add", "route threshold")
 
@@ -35,17 +42,19 @@ def main():
     rng = np.random.default_rng(7)
     bad = run = 0
     for i, (name, mlir, inputs, fn) in enumerate(ref.CASES):
-        if not any(name == l or name.startswith(l + " ") for l in LOWERED):
+        if not NN and not any(name == l or name.startswith(l + " ") for l in LOWERED):
             continue
         run += 1
-        feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs}
+        feeds = {n: (rng.uniform(0.5, 2.0, s) if n.endswith("+") else rng.standard_normal(s)).astype(np.float32)
+                 for n, s in inputs}
         out_shape = re.search(r"-> \((tensor<[^>]*>)", mlir).group(1)
         dims = [int(d) for d in out_shape[7:-1].split("x")[:-1]]
         consts, args = [], []
         for n, s in inputs:
             t = ref.t(s)
-            consts.append("    %%c_%s = arith.constant %s : %s" % (n, literal(feeds[n]), t))
-            args.append("%%c_%s" % n)
+            v = n.rstrip("+")
+            consts.append("    %%c_%s = arith.constant %s : %s" % (v, literal(feeds[n]), t))
+            args.append("%%c_%s" % v)
         mem = "memref<%s>" % "x".join(map(str, dims + ["f32"]))
         main_fn = "\n".join([
             "  func.func private @printMemrefF32(memref<*xf32>)",

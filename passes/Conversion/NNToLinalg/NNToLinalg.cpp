@@ -1,0 +1,459 @@
+//===- NNToLinalg.cpp - nn ops to linalg on tensors -----------------------===//
+//
+// Implements convert-nn-to-linalg for the elementwise, matmul, normalization,
+// reduction and layout ops (see Passes.td). Broadcasting is encoded in the
+// indexing maps, so no operand is ever materialized at the result's shape.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Conversion/Passes.h"
+
+#include "dialects/nn/NNOps.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+namespace rewire {
+#define GEN_PASS_DEF_CONVERTNNTOLINALG
+#include "passes/Conversion/Passes.h.inc"
+} // namespace rewire
+
+using namespace mlir;
+using namespace rewire;
+
+namespace {
+
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+Value cst(OpBuilder &b, Location l, Type t, double v) {
+  return arith::ConstantOp::create(b, l, b.getFloatAttr(t, v));
+}
+
+/// The map that reads `operand` (ONNX-broadcast) at a point of `result`.
+AffineMap broadcastMap(MLIRContext *ctx, RankedTensorType operand,
+                       RankedTensorType result) {
+  int64_t r = result.getRank(), o = operand.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i < o; ++i) {
+    int64_t dim = r - o + i;
+    bool stretched = operand.getDimSize(i) == 1 && result.getDimSize(dim) != 1;
+    exprs.push_back(stretched ? getAffineConstantExpr(0, ctx)
+                              : getAffineDimExpr(dim, ctx));
+  }
+  return AffineMap::get(r, 0, exprs, ctx);
+}
+
+/// A parallel generic producing `type`, with `inputs` read through `maps`.
+Value generic(OpBuilder &b, Location loc, RankedTensorType type,
+              ValueRange inputs, ArrayRef<AffineMap> maps, BodyFn body) {
+  SmallVector<AffineMap> all(maps);
+  all.push_back(b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, inputs, ValueRange{init}, all, iters,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, body(nb, l, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+/// Reduces `x` over `axes` (sum or max), keeping them as size-1 dims.
+Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
+                 bool isMax) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<int64_t> shape(type.getShape());
+  SmallVector<AffineExpr> out;
+  SmallVector<utils::IteratorType> iters;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool red = llvm::is_contained(axes, i);
+    if (red)
+      shape[i] = 1;
+    out.push_back(red ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+    iters.push_back(red ? utils::IteratorType::reduction
+                        : utils::IteratorType::parallel);
+  }
+  Type elt = type.getElementType();
+  auto outType = RankedTensorType::get(shape, elt);
+  Value init = tensor::EmptyOp::create(b, loc, shape, elt);
+  init = linalg::FillOp::create(b, loc, cst(b, loc, elt, isMax ? -INFINITY : 0.0), init)
+             .getResult(0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outType}, ValueRange{x}, ValueRange{init},
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, out, ctx)},
+             iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value v = isMax ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
+                               : arith::AddFOp::create(nb, l, a[0], a[1]).getResult();
+               linalg::YieldOp::create(nb, l, v);
+             })
+      .getResult(0);
+}
+
+template <typename OpTy>
+struct Binary : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
+      return rw.notifyMatchFailure(op, "static float tensors only");
+    MLIRContext *ctx = op.getContext();
+    auto lt = cast<RankedTensorType>(a.getLhs().getType());
+    auto rt = cast<RankedTensorType>(a.getRhs().getType());
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getLhs(), a.getRhs()},
+                             {broadcastMap(ctx, lt, type), broadcastMap(ctx, rt, type)},
+                             [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               if constexpr (std::is_same_v<OpTy, nn::AddOp>)
+                                 return arith::AddFOp::create(b, l, v[0], v[1]);
+                               else if constexpr (std::is_same_v<OpTy, nn::SubOp>)
+                                 return arith::SubFOp::create(b, l, v[0], v[1]);
+                               else if constexpr (std::is_same_v<OpTy, nn::MulOp>)
+                                 return arith::MulFOp::create(b, l, v[0], v[1]);
+                               else if constexpr (std::is_same_v<OpTy, nn::DivOp>)
+                                 return arith::DivFOp::create(b, l, v[0], v[1]);
+                               else
+                                 return math::PowFOp::create(b, l, v[0], v[1]);
+                             }));
+    return success();
+  }
+};
+
+Value gelu(OpBuilder &b, Location l, Value x, bool tanhApprox) {
+  Type t = x.getType();
+  Value half = cst(b, l, t, 0.5), one = cst(b, l, t, 1.0);
+  Value inner;
+  if (tanhApprox) {
+    Value x3 = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
+    Value poly = arith::AddFOp::create(
+        b, l, x, arith::MulFOp::create(b, l, cst(b, l, t, 0.044715), x3));
+    inner = math::TanhOp::create(
+        b, l, arith::MulFOp::create(b, l, cst(b, l, t, std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    inner = math::ErfOp::create(b, l, arith::MulFOp::create(b, l, x, cst(b, l, t, M_SQRT1_2)));
+  }
+  return arith::MulFOp::create(
+      b, l, arith::MulFOp::create(b, l, half, x), arith::AddFOp::create(b, l, one, inner));
+}
+
+template <typename OpTy>
+struct Unary : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    bool tanhApprox = false;
+    if constexpr (std::is_same_v<OpTy, nn::GeluOp>)
+      tanhApprox = op.getApproximate() == nn::GeluApproximation::tanh;
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getX()},
+                             {rw.getMultiDimIdentityMap(type.getRank())},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               Value x = v[0];
+                               Type t = x.getType();
+                               if constexpr (std::is_same_v<OpTy, nn::ReluOp>)
+                                 return arith::MaximumFOp::create(b, l, x, cst(b, l, t, 0.0));
+                               else if constexpr (std::is_same_v<OpTy, nn::SigmoidOp>)
+                                 return arith::DivFOp::create(
+                                     b, l, cst(b, l, t, 1.0),
+                                     arith::AddFOp::create(b, l, cst(b, l, t, 1.0),
+                                                           math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x))));
+                               else if constexpr (std::is_same_v<OpTy, nn::TanhOp>)
+                                 return math::TanhOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::ErfOp>)
+                                 return math::ErfOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::ExpOp>)
+                                 return math::ExpOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::SqrtOp>)
+                                 return math::SqrtOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::NegOp>)
+                                 return arith::NegFOp::create(b, l, x);
+                               else
+                                 return gelu(b, l, x, tanhApprox);
+                             }));
+    return success();
+  }
+};
+
+struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::MatMulOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto lt = cast<RankedTensorType>(a.getLhs().getType());
+    auto rt = cast<RankedTensorType>(a.getRhs().getType());
+    if (!type.hasStaticShape() || lt.getRank() < 2 || rt.getRank() < 2)
+      return rw.notifyMatchFailure(op, "static shapes, rank >= 2 operands");
+    MLIRContext *ctx = op.getContext();
+    int64_t r = type.getRank(); // batch dims + m + n; loops add k
+    int64_t loops = r + 1;
+    auto operandMap = [&](RankedTensorType t, bool isLhs) {
+      SmallVector<AffineExpr> e;
+      int64_t batch = t.getRank() - 2;
+      for (int64_t i = 0; i < batch; ++i) {
+        int64_t dim = (r - 2) - batch + i;
+        bool stretched = t.getDimSize(i) == 1 && type.getDimSize(dim) != 1;
+        e.push_back(stretched ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(dim, ctx));
+      }
+      if (isLhs) {
+        e.push_back(getAffineDimExpr(r - 2, ctx)); // m
+        e.push_back(getAffineDimExpr(r, ctx));     // k
+      } else {
+        e.push_back(getAffineDimExpr(r, ctx));     // k
+        e.push_back(getAffineDimExpr(r - 1, ctx)); // n
+      }
+      return AffineMap::get(loops, 0, e, ctx);
+    };
+    SmallVector<AffineExpr> outE;
+    for (int64_t i = 0; i < r; ++i)
+      outE.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<utils::IteratorType> iters(loops, utils::IteratorType::parallel);
+    iters.back() = utils::IteratorType::reduction;
+    Type elt = type.getElementType();
+    Value init = tensor::EmptyOp::create(rw, op.getLoc(), type.getShape(), elt);
+    init = linalg::FillOp::create(rw, op.getLoc(), cst(rw, op.getLoc(), elt, 0.0), init).getResult(0);
+    auto g = linalg::GenericOp::create(
+        rw, op.getLoc(), TypeRange{type}, ValueRange{a.getLhs(), a.getRhs()}, ValueRange{init},
+        ArrayRef<AffineMap>{operandMap(lt, true), operandMap(rt, false),
+                            AffineMap::get(loops, 0, outE, ctx)},
+        iters, [](OpBuilder &b, Location l, ValueRange v) {
+          linalg::YieldOp::create(
+              b, l, arith::AddFOp::create(b, l, v[2], arith::MulFOp::create(b, l, v[0], v[1])).getResult());
+        });
+    rw.replaceOp(op, g.getResult(0));
+    return success();
+  }
+};
+
+struct SoftmaxLowering : OpConversionPattern<nn::SoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::SoftmaxOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    int64_t rank = type.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    AffineMap id = rw.getMultiDimIdentityMap(rank);
+    SmallVector<AffineExpr> k;
+    for (int64_t i = 0; i < rank; ++i)
+      k.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+    AffineMap kept = AffineMap::get(rank, 0, k, ctx);
+    Value mx = reduceKeep(rw, loc, a.getX(), {axis}, true);
+    Value e = generic(rw, loc, type, {a.getX(), mx}, {id, kept},
+                      [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                        return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, v[0], v[1]));
+                      });
+    Value sum = reduceKeep(rw, loc, e, {axis}, false);
+    rw.replaceOp(op, generic(rw, loc, type, {e, sum}, {id, kept},
+                             [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               return arith::DivFOp::create(b, l, v[0], v[1]);
+                             }));
+    return success();
+  }
+};
+
+/// LayerNorm (with mean) and RMSNorm (without) over the dims from `axis`.
+template <typename OpTy>
+struct NormLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    constexpr bool layer = std::is_same_v<OpTy, nn::LayerNormOp>;
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    int64_t rank = type.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> axes;
+    double n = 1;
+    for (int64_t i = axis; i < rank; ++i) {
+      axes.push_back(i);
+      n *= type.getDimSize(i);
+    }
+    Type elt = type.getElementType();
+    double eps = op.getEpsilon().convertToDouble();
+    AffineMap id = rw.getMultiDimIdentityMap(rank);
+    SmallVector<AffineExpr> k, p;
+    for (int64_t i = 0; i < rank; ++i) {
+      k.push_back(i >= axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+      if (i >= axis)
+        p.push_back(getAffineDimExpr(i, ctx));
+    }
+    AffineMap kept = AffineMap::get(rank, 0, k, ctx);
+    AffineMap param = AffineMap::get(rank, 0, p, ctx);
+    Value centered = a.getX();
+    if constexpr (layer) {
+      Value mean = reduceKeep(rw, loc, a.getX(), axes, false);
+      centered = generic(rw, loc, type, {a.getX(), mean}, {id, kept},
+                         [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                           return arith::SubFOp::create(
+                               b, l, v[0], arith::DivFOp::create(b, l, v[1], cst(b, l, elt, n)));
+                         });
+    }
+    Value sq = generic(rw, loc, type, {centered}, {id},
+                       [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                         return arith::MulFOp::create(b, l, v[0], v[0]);
+                       });
+    Value var = reduceKeep(rw, loc, sq, axes, false);
+    SmallVector<Value> ins = {centered, var, a.getScale()};
+    SmallVector<AffineMap> maps = {id, kept, param};
+    bool hasBias = false;
+    if constexpr (layer) {
+      if (a.getBias()) {
+        ins.push_back(a.getBias());
+        maps.push_back(param);
+        hasBias = true;
+      }
+    }
+    rw.replaceOp(op, generic(rw, loc, type, ins, maps,
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               Value inv = math::RsqrtOp::create(
+                                   b, l, arith::AddFOp::create(
+                                             b, l, arith::DivFOp::create(b, l, v[1], cst(b, l, elt, n)),
+                                             cst(b, l, elt, eps)));
+                               Value y = arith::MulFOp::create(
+                                   b, l, arith::MulFOp::create(b, l, v[0], inv), v[2]);
+                               return hasBias ? arith::AddFOp::create(b, l, y, v[3]).getResult() : y;
+                             }));
+    return success();
+  }
+};
+
+template <typename OpTy>
+struct ReduceLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto in = cast<RankedTensorType>(a.getX().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!in.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    int64_t rank = in.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t ax : op.getAxes())
+      axes.push_back(ax < 0 ? ax + rank : ax);
+    if (axes.empty())
+      for (int64_t i = 0; i < rank; ++i)
+        axes.push_back(i);
+    double n = 1;
+    for (int64_t ax : axes)
+      n *= in.getDimSize(ax);
+    Location loc = op.getLoc();
+    Value r = reduceKeep(rw, loc, a.getX(), axes, false);
+    if constexpr (std::is_same_v<OpTy, nn::ReduceMeanOp>) {
+      auto rt = cast<RankedTensorType>(r.getType());
+      Type elt = rt.getElementType();
+      r = generic(rw, loc, rt, {r}, {rw.getMultiDimIdentityMap(rank)},
+                  [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                    return arith::DivFOp::create(b, l, v[0], cst(b, l, elt, n));
+                  });
+    }
+    if (!op.getKeepdims())
+      r = tensor::ReshapeOp::create(
+          rw, loc, type, r,
+          arith::ConstantOp::create(
+              rw, loc,
+              DenseIntElementsAttr::get(
+                  RankedTensorType::get({type.getRank()}, rw.getIndexType()),
+                  llvm::to_vector(llvm::map_range(type.getShape(), [](int64_t d) {
+                    return APInt(64, d);
+                  })))));
+    rw.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct TransposeLowering : OpConversionPattern<nn::TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::TransposeOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    SmallVector<int64_t> perm;
+    if (auto p = op.getPerm())
+      perm.assign(p->begin(), p->end());
+    else
+      for (int64_t i = type.getRank() - 1; i >= 0; --i)
+        perm.push_back(i);
+    Value init = tensor::EmptyOp::create(rw, op.getLoc(), type.getShape(), type.getElementType());
+    rw.replaceOp(op, linalg::TransposeOp::create(rw, op.getLoc(), a.getX(), init, perm)
+                         .getResult()[0]);
+    return success();
+  }
+};
+
+struct ReshapeLowering : OpConversionPattern<nn::ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ReshapeOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    SmallVector<APInt> shape;
+    for (int64_t d : type.getShape())
+      shape.push_back(APInt(64, d));
+    Value s = arith::ConstantOp::create(
+        rw, op.getLoc(),
+        DenseIntElementsAttr::get(RankedTensorType::get({type.getRank()}, rw.getIndexType()), shape));
+    rw.replaceOpWithNewOp<tensor::ReshapeOp>(op, type, a.getX(), s);
+    return success();
+  }
+};
+
+struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto value = dyn_cast<TypedAttr>(op.getValue());
+    if (!value)
+      return rw.notifyMatchFailure(op, "not a typed constant");
+    rw.replaceOpWithNewOp<arith::ConstantOp>(op, value);
+    return success();
+  }
+};
+
+struct ConvertNNToLinalgPass
+    : public rewire::impl::ConvertNNToLinalgBase<ConvertNNToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    target.addIllegalDialect<nn::NNDialect>();
+    RewritePatternSet patterns(ctx);
+    patterns.add<Binary<nn::AddOp>, Binary<nn::SubOp>, Binary<nn::MulOp>,
+                 Binary<nn::DivOp>, Binary<nn::PowOp>, Unary<nn::ReluOp>,
+                 Unary<nn::SigmoidOp>, Unary<nn::TanhOp>, Unary<nn::ErfOp>,
+                 Unary<nn::ExpOp>, Unary<nn::SqrtOp>, Unary<nn::NegOp>,
+                 Unary<nn::GeluOp>, MatMulLowering, SoftmaxLowering,
+                 NormLowering<nn::LayerNormOp>, NormLowering<nn::RMSNormOp>,
+                 ReduceLowering<nn::ReduceMeanOp>, ReduceLowering<nn::ReduceSumOp>,
+                 TransposeLowering, ReshapeLowering, ConstantLowering>(ctx);
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,28 @@
+// convert-nn-to-linalg: broadcasting lives in indexing maps, matmul is one
+// generic with a reduction loop, and ops without a lowering yet are reported.
+// RUN: rewire-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg))" | FileCheck %s
+
+// CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-DAG: #[[K:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-LABEL: func.func @bias
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[BIAS]], #{{.*}}]
+// CHECK-NOT: nn.
+func.func @bias(%x: tensor<2x3x4xf32>, %b: tensor<4xf32>) -> tensor<2x3x4xf32> {
+  %0 = nn.add %x, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @matmul
+// CHECK: linalg.generic {indexing_maps = [#[[K]], {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = nn.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+1 {{failed to legalize operation 'nn.conv' that was explicitly marked illegal}}
+  %0 = nn.conv %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}
