@@ -40,11 +40,12 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
     with a reduction loop, softmax, layer_norm, rms_norm and reductions to
     reductions plus one fused elementwise generic, transpose to
     `linalg.transpose`, reshape to collapse/expand, constants to
-    `arith.constant`.
+    `arith.constant`;
 
+    gather (with ONNX negative indices), split and where are lowered too.
     Static shapes only for now. Not lowered yet (reported by name, never left
-    behind silently): gemm, batch_norm, split, slice, gather, concat,
-    (un)squeeze, conv, pooling, where, cast, attention.
+    behind silently): gemm, batch_norm, slice, concat, (un)squeeze, conv,
+    pooling, cast, attention.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

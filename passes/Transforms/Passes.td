@@ -182,6 +182,26 @@ def ResidualMod : Pass<"residual-mod", "::mlir::ModuleOp"> {
   let dependentDialects = ["::rewire::residual::ResidualDialect"];
 }
 
+def InlineParameters : Pass<"nn-inline-parameters", "::mlir::ModuleOp"> {
+  let summary = "Replace parameter loads by constants holding their values";
+  let description = [{
+    For executing small models without the runtime (tests, debugging):
+    every `ml_program.global_load_const` becomes an `arith.constant` with the
+    parameter's values, read from the safetensors `file` for
+    `#ml_program.extern` parameters or materialized from `#nn.init` with
+    `seed`; unused globals are removed. This puts every weight in the IR as
+    a literal, which the parameter representation otherwise never does: do
+    not use it on large models. f32 parameters only.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"\"",
+           "safetensors file with the values of external parameters">,
+    Option<"seed", "seed", "uint64_t", "0",
+           "seed for random #nn.init parameters">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
   let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
   let description = [{

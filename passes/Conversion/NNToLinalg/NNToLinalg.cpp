@@ -435,6 +435,96 @@ struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
   }
 };
 
+struct GatherLowering : OpConversionPattern<nn::GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::GatherOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto data = cast<RankedTensorType>(a.getData().getType());
+    auto idx = cast<RankedTensorType>(a.getIndices().getType());
+    if (!type.hasStaticShape() || !data.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    MLIRContext *ctx = op.getContext();
+    int64_t rank = type.getRank(), ri = idx.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += data.getRank();
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0; i < ri; ++i)
+      idxExprs.push_back(getAffineDimExpr(axis + i, ctx));
+    Value dataV = a.getData();
+    int64_t extent = data.getDimSize(axis);
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getIndices()},
+                             {AffineMap::get(rank, 0, idxExprs, ctx)},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               // ONNX allows negative indices: i < 0 means i + extent.
+                               Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), v[0]);
+                               Value n = arith::ConstantIndexOp::create(b, l, extent);
+                               Value zero = arith::ConstantIndexOp::create(b, l, 0);
+                               Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+                               i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, n), i);
+                               SmallVector<Value> at;
+                               for (int64_t d = 0; d < axis; ++d)
+                                 at.push_back(linalg::IndexOp::create(b, l, d));
+                               at.push_back(i);
+                               for (int64_t d = axis + ri; d < rank; ++d)
+                                 at.push_back(linalg::IndexOp::create(b, l, d));
+                               return tensor::ExtractOp::create(b, l, dataV, at);
+                             }));
+    return success();
+  }
+};
+
+struct SplitLowering : OpConversionPattern<nn::SplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::SplitOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto in = cast<RankedTensorType>(a.getX().getType());
+    if (!in.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    int64_t rank = in.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<Value> parts;
+    int64_t offset = 0;
+    for (auto [size, result] : llvm::zip(op.getSizes(), op.getResults())) {
+      SmallVector<OpFoldResult> offs(rank, rw.getIndexAttr(0)), sizes, strides(rank, rw.getIndexAttr(1));
+      for (int64_t d = 0; d < rank; ++d)
+        sizes.push_back(rw.getIndexAttr(d == axis ? size : in.getDimSize(d)));
+      offs[axis] = rw.getIndexAttr(offset);
+      parts.push_back(tensor::ExtractSliceOp::create(
+          rw, op.getLoc(), cast<RankedTensorType>(result.getType()), a.getX(), offs, sizes, strides));
+      offset += size;
+    }
+    rw.replaceOp(op, parts);
+    return success();
+  }
+};
+
+struct WhereLowering : OpConversionPattern<nn::WhereOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::WhereOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    MLIRContext *ctx = op.getContext();
+    auto map = [&](Value v) {
+      return broadcastMap(ctx, cast<RankedTensorType>(v.getType()), type);
+    };
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getCond(), a.getX(), a.getY()},
+                             {map(a.getCond()), map(a.getX()), map(a.getY())},
+                             [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               return arith::SelectOp::create(b, l, v[0], v[1], v[2]);
+                             }));
+    return success();
+  }
+};
+
 struct ConvertNNToLinalgPass
     : public rewire::impl::ConvertNNToLinalgBase<ConvertNNToLinalgPass> {
   void runOnOperation() override {
@@ -450,7 +540,8 @@ struct ConvertNNToLinalgPass
                  Unary<nn::GeluOp>, MatMulLowering, SoftmaxLowering,
                  NormLowering<nn::LayerNormOp>, NormLowering<nn::RMSNormOp>,
                  ReduceLowering<nn::ReduceMeanOp>, ReduceLowering<nn::ReduceSumOp>,
-                 TransposeLowering, ReshapeLowering, ConstantLowering>(ctx);
+                 TransposeLowering, ReshapeLowering, ConstantLowering,
+                 GatherLowering, SplitLowering, WhereLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }
