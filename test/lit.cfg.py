@@ -21,6 +21,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "utils", "
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%rewire_src", config.rewire_src_root))
+config.substitutions.append(("%rewire_obj", config.rewire_obj_root))
 # Python with ONNX Runtime (a venv made by scripts/bootstrap.sh); tests that
 # run models in ORT fail loudly, not silently skip, when it is missing.
 ort_python = os.path.join(config.rewire_obj_root, "venv", "bin", "python")
