@@ -181,7 +181,7 @@ void ResidualReportPass::runOnOperation() {
     os << "}\n";
   } else {
     if (streams.empty())
-      os << "no residual streams (run residual-detect first)\n";
+      os << "no residual streams found\n";
     for (auto &[id, updates] : streams) {
       os << llvm::formatv("stream {0}: {1} updates\n", id, updates.size());
       os << "  layer  branch     skip        form                              params  flops/token\n";

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/Passes.h"
+#include "passes/Conversion/LinalgBuilders.h"
 
 #include "dialects/nn/NNOps.h"
 
@@ -27,7 +28,7 @@ namespace {
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 Value cst(OpBuilder &b, Location l, Type t, double v) {
-  return arith::ConstantOp::create(b, l, b.getFloatAttr(t, v));
+  return floatConstant(b, l, t, v);
 }
 
 /// The map that reads `operand` (ONNX-broadcast) at a point of `result`.
@@ -44,20 +45,11 @@ AffineMap broadcastMap(MLIRContext *ctx, RankedTensorType operand,
   return AffineMap::get(r, 0, exprs, ctx);
 }
 
-/// A parallel generic producing `type`, with `inputs` read through `maps`.
+/// A parallel generic producing `type` (static), reading `inputs` via `maps`.
 Value generic(OpBuilder &b, Location loc, RankedTensorType type,
               ValueRange inputs, ArrayRef<AffineMap> maps, BodyFn body) {
-  SmallVector<AffineMap> all(maps);
-  all.push_back(b.getMultiDimIdentityMap(type.getRank()));
-  SmallVector<utils::IteratorType> iters(type.getRank(),
-                                         utils::IteratorType::parallel);
   Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, inputs, ValueRange{init}, all, iters,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               linalg::YieldOp::create(nb, l, body(nb, l, args.drop_back()));
-             })
-      .getResult(0);
+  return parallelGeneric(b, loc, init, inputs, maps, body);
 }
 
 /// Reduces `x` over `axes` (sum or max), keeping them as size-1 dims.
@@ -339,6 +331,17 @@ struct NormLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// tensor.reshape of `x` to the static `type`.
+Value reshapeStatic(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
+  SmallVector<APInt> shape;
+  for (int64_t d : type.getShape())
+    shape.push_back(APInt(64, d));
+  Value s = arith::ConstantOp::create(
+      b, loc,
+      DenseIntElementsAttr::get(RankedTensorType::get({type.getRank()}, b.getIndexType()), shape));
+  return tensor::ReshapeOp::create(b, loc, type, x, s);
+}
+
 template <typename OpTy>
 struct ReduceLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -370,15 +373,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
                   });
     }
     if (!op.getKeepdims())
-      r = tensor::ReshapeOp::create(
-          rw, loc, type, r,
-          arith::ConstantOp::create(
-              rw, loc,
-              DenseIntElementsAttr::get(
-                  RankedTensorType::get({type.getRank()}, rw.getIndexType()),
-                  llvm::to_vector(llvm::map_range(type.getShape(), [](int64_t d) {
-                    return APInt(64, d);
-                  })))));
+      r = reshapeStatic(rw, loc, r, type);
     rw.replaceOp(op, r);
     return success();
   }
@@ -411,13 +406,7 @@ struct ReshapeLowering : OpConversionPattern<nn::ReshapeOp> {
     auto type = cast<RankedTensorType>(op.getType());
     if (!type.hasStaticShape())
       return rw.notifyMatchFailure(op, "static shapes only");
-    SmallVector<APInt> shape;
-    for (int64_t d : type.getShape())
-      shape.push_back(APInt(64, d));
-    Value s = arith::ConstantOp::create(
-        rw, op.getLoc(),
-        DenseIntElementsAttr::get(RankedTensorType::get({type.getRank()}, rw.getIndexType()), shape));
-    rw.replaceOpWithNewOp<tensor::ReshapeOp>(op, type, a.getX(), s);
+    rw.replaceOp(op, reshapeStatic(rw, op.getLoc(), a.getX(), type));
     return success();
   }
 };

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/Passes.h"
+#include "passes/Conversion/LinalgBuilders.h"
 
 #include "dialects/residual/ResidualOps.h"
 
@@ -39,22 +40,12 @@ Value emptyLike(OpBuilder &b, Location loc, Value like, Type elt,
   return tensor::EmptyOp::create(b, loc, kept, elt);
 }
 
-/// One parallel linalg.generic over the shape of `like`.
+/// One parallel linalg.generic over the shape of `like` (dynamic sizes too).
 Value elementwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
                   ArrayRef<AffineMap> maps, BodyFn body) {
   auto type = cast<RankedTensorType>(like.getType());
-  int64_t rank = type.getRank();
-  SmallVector<AffineMap> all(maps);
-  all.push_back(b.getMultiDimIdentityMap(rank));
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  Value init = emptyLike(b, loc, like, type.getElementType());
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{type}, inputs, ValueRange{init}, all, iters,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value r = body(nb, nloc, args.drop_back());
-        linalg::YieldOp::create(nb, nloc, r);
-      });
-  return generic.getResult(0);
+  return parallelGeneric(b, loc, emptyLike(b, loc, like, type.getElementType()),
+                         inputs, maps, body);
 }
 
 /// sum over the last dimension of f(xs...), as a tensor of rank-1 (all `xs`
@@ -99,7 +90,7 @@ AffineMap rowMap(OpBuilder &b, int64_t rank) {
 }
 
 Value floatConst(OpBuilder &b, Location loc, Type elt, double v) {
-  return arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, v));
+  return floatConstant(b, loc, elt, v);
 }
 
 /// rms(x) = x * rsqrt(mean_d(x^2) + eps) along the last axis.
