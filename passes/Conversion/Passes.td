@@ -42,10 +42,12 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
     `linalg.transpose`, reshape to collapse/expand, constants to
     `arith.constant`;
 
-    gather (with ONNX negative indices), split and where are lowered too.
-    Static shapes only for now. Not lowered yet (reported by name, never left
-    behind silently): gemm, batch_norm, slice, concat, (un)squeeze, conv,
-    pooling, cast, attention.
+    gather (with ONNX negative indices), split, where, gemm, batch_norm,
+    2-D convolution (group 1; `linalg.conv_2d_nchw_fchw` on a `tensor.pad`),
+    max pooling (`linalg.pooling_nchw_max`) and global average pooling are
+    lowered too. Static shapes only for now. Not lowered yet (reported by
+    name, never left behind silently): slice, concat, (un)squeeze, cast,
+    grouped convolution, attention.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -1,5 +1,6 @@
 // convert-nn-to-linalg: broadcasting lives in indexing maps, matmul is one
-// generic with a reduction loop, and ops without a lowering yet are reported.
+// generic with a reduction loop, a padded convolution becomes tensor.pad +
+// linalg.conv_2d_nchw_fchw, and ops without a lowering yet are reported.
 // RUN: rewire-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg))" | FileCheck %s
 
 // CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2) -> (d2)>
@@ -19,10 +20,19 @@ func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf3
   return %0 : tensor<2x3x5xf32>
 }
 
+// CHECK-LABEL: func.func @conv
+// CHECK: tensor.pad
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = nn.conv %x, %w, %b {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
 // -----
 
-func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+// Grouped convolutions are not lowered yet: reported by name.
+func.func @grouped_conv(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
   // expected-error @+1 {{failed to legalize operation 'nn.conv' that was explicitly marked illegal}}
-  %0 = nn.conv %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %0 = nn.conv %x, %w {group = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }

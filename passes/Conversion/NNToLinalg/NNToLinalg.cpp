@@ -514,6 +514,196 @@ struct WhereLowering : OpConversionPattern<nn::WhereOp> {
   }
 };
 
+/// Pads the spatial dims of NCHW `x` by `pads` (begin values, end values).
+Value padSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
+                 double value) {
+  auto type = cast<RankedTensorType>(x.getType());
+  size_t k = type.getRank() - 2;
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return x;
+  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 0; i < k; ++i) {
+    low.push_back(b.getIndexAttr(pads[i]));
+    high.push_back(b.getIndexAttr(pads[i + k]));
+    shape[i + 2] += pads[i] + pads[i + k];
+  }
+  auto padded = RankedTensorType::get(shape, type.getElementType());
+  return tensor::PadOp::create(b, loc, padded, x, low, high,
+                               cst(b, loc, type.getElementType(), value));
+}
+
+/// Adds a per-channel (dim 1) vector to an NCHW tensor.
+Value addChannels(OpBuilder &b, Location loc, Value x, Value bias) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  return generic(b, loc, type, {x, bias},
+                 {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx)},
+                 [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                   return arith::AddFOp::create(nb, l, v[0], v[1]);
+                 });
+}
+
+DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> values) {
+  return DenseIntElementsAttr::get(
+      RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type()), values);
+}
+
+struct ConvLowering : OpConversionPattern<nn::ConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ConvOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape() || type.getRank() != 4 || op.getGroup() != 1)
+      return rw.notifyMatchFailure(op, "static 2-D convolutions with group 1 only");
+    Location loc = op.getLoc();
+    SmallVector<int64_t> strides(op.getStrides().value_or(SmallVector<int64_t>{1, 1}));
+    SmallVector<int64_t> dil(op.getDilations().value_or(SmallVector<int64_t>{1, 1}));
+    SmallVector<int64_t> pads(op.getPads().value_or(SmallVector<int64_t>{0, 0, 0, 0}));
+    Value x = padSpatial(rw, loc, a.getX(), pads, 0.0);
+    Type elt = type.getElementType();
+    Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), elt);
+    init = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, 0.0), init).getResult(0);
+    Value y = linalg::Conv2DNchwFchwOp::create(
+                  rw, loc, TypeRange{type}, ValueRange{x, a.getW()}, ValueRange{init},
+                  ArrayRef<NamedAttribute>{rw.getNamedAttr("strides", i64Vector(rw, strides)),
+                                           rw.getNamedAttr("dilations", i64Vector(rw, dil))})
+                  .getResult(0);
+    if (a.getB())
+      y = addChannels(rw, loc, y, a.getB());
+    rw.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct MaxPoolLowering : OpConversionPattern<nn::MaxPoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::MaxPoolOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape() || type.getRank() != 4)
+      return rw.notifyMatchFailure(op, "static 2-D pooling only");
+    Location loc = op.getLoc();
+    Type elt = type.getElementType();
+    SmallVector<int64_t> strides(op.getStrides().value_or(SmallVector<int64_t>{1, 1}));
+    SmallVector<int64_t> pads(op.getPads().value_or(SmallVector<int64_t>{0, 0, 0, 0}));
+    Value x = padSpatial(rw, loc, a.getX(), pads, -INFINITY);
+    Value window = tensor::EmptyOp::create(rw, loc, op.getKernelShape(), elt);
+    Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), elt);
+    init = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, -INFINITY), init).getResult(0);
+    rw.replaceOp(op, linalg::PoolingNchwMaxOp::create(
+                         rw, loc, TypeRange{type}, ValueRange{x, window}, ValueRange{init},
+                         ArrayRef<NamedAttribute>{
+                             rw.getNamedAttr("strides", i64Vector(rw, strides)),
+                             rw.getNamedAttr("dilations", i64Vector(rw, {1, 1}))})
+                         .getResult(0));
+    return success();
+  }
+};
+
+struct GlobalAveragePoolLowering : OpConversionPattern<nn::GlobalAveragePoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::GlobalAveragePoolOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto in = cast<RankedTensorType>(a.getX().getType());
+    if (!in.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    SmallVector<int64_t> axes;
+    double n = 1;
+    for (int64_t i = 2; i < in.getRank(); ++i) {
+      axes.push_back(i);
+      n *= in.getDimSize(i);
+    }
+    Location loc = op.getLoc();
+    Value sum = reduceKeep(rw, loc, a.getX(), axes, false);
+    auto type = cast<RankedTensorType>(sum.getType());
+    Type elt = type.getElementType();
+    rw.replaceOp(op, generic(rw, loc, type, {sum}, {rw.getMultiDimIdentityMap(type.getRank())},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               return arith::DivFOp::create(b, l, v[0], cst(b, l, elt, n));
+                             }));
+    return success();
+  }
+};
+
+struct BatchNormLowering : OpConversionPattern<nn::BatchNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::BatchNormOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    int64_t rank = type.getRank();
+    MLIRContext *ctx = op.getContext();
+    AffineMap ch = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    Type elt = type.getElementType();
+    double eps = op.getEpsilon().convertToDouble();
+    rw.replaceOp(op, generic(rw, op.getLoc(), type,
+                             {a.getX(), a.getScale(), a.getBias(), a.getMean(), a.getVar()},
+                             {rw.getMultiDimIdentityMap(rank), ch, ch, ch, ch},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               Value inv = math::RsqrtOp::create(
+                                   b, l, arith::AddFOp::create(b, l, v[4], cst(b, l, elt, eps)));
+                               Value y = arith::MulFOp::create(
+                                   b, l, arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, v[0], v[3]), inv), v[1]);
+                               return arith::AddFOp::create(b, l, y, v[2]);
+                             }));
+    return success();
+  }
+};
+
+struct GemmLowering : OpConversionPattern<nn::GemmOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::GemmOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Type elt = type.getElementType();
+    AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx), k = getAffineDimExpr(2, ctx);
+    AffineMap am = AffineMap::get(3, 0, op.getTransA() ? ArrayRef<AffineExpr>{k, m} : ArrayRef<AffineExpr>{m, k}, ctx);
+    AffineMap bm = AffineMap::get(3, 0, op.getTransB() ? ArrayRef<AffineExpr>{n, k} : ArrayRef<AffineExpr>{k, n}, ctx);
+    AffineMap om = AffineMap::get(3, 0, {m, n}, ctx);
+    Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), elt);
+    init = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, 0.0), init).getResult(0);
+    Value acc = linalg::GenericOp::create(
+                    rw, loc, TypeRange{type}, ValueRange{a.getA(), a.getB()}, ValueRange{init},
+                    ArrayRef<AffineMap>{am, bm, om},
+                    ArrayRef<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::parallel,
+                                                  utils::IteratorType::reduction},
+                    [](OpBuilder &b, Location l, ValueRange v) {
+                      linalg::YieldOp::create(
+                          b, l, arith::AddFOp::create(b, l, v[2], arith::MulFOp::create(b, l, v[0], v[1])).getResult());
+                    })
+                    .getResult(0);
+    double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
+    SmallVector<Value> ins = {acc};
+    SmallVector<AffineMap> maps = {rw.getMultiDimIdentityMap(2)};
+    if (a.getC()) {
+      ins.push_back(a.getC());
+      maps.push_back(broadcastMap(ctx, cast<RankedTensorType>(a.getC().getType()), type));
+    }
+    bool hasC = ins.size() == 2;
+    rw.replaceOp(op, generic(rw, loc, type, ins, maps,
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               Value y = arith::MulFOp::create(b, l, v[0], cst(b, l, elt, alpha));
+                               if (!hasC)
+                                 return y;
+                               return arith::AddFOp::create(
+                                   b, l, y, arith::MulFOp::create(b, l, v[1], cst(b, l, elt, beta)));
+                             }));
+    return success();
+  }
+};
+
 struct ConvertNNToLinalgPass
     : public rewire::impl::ConvertNNToLinalgBase<ConvertNNToLinalgPass> {
   void runOnOperation() override {
@@ -530,7 +720,9 @@ struct ConvertNNToLinalgPass
                  NormLowering<nn::LayerNormOp>, NormLowering<nn::RMSNormOp>,
                  ReduceLowering<nn::ReduceMeanOp>, ReduceLowering<nn::ReduceSumOp>,
                  TransposeLowering, ReshapeLowering, ConstantLowering,
-                 GatherLowering, SplitLowering, WhereLowering>(ctx);
+                 GatherLowering, SplitLowering, WhereLowering, ConvLowering,
+                 MaxPoolLowering, GlobalAveragePoolLowering, BatchNormLowering,
+                 GemmLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -26,8 +26,15 @@ def main():
     rewrite = sys.argv[5] if len(sys.argv) > 5 else ""
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
-    model = {"gpt": tm.GPT, "llama": tm.Llama, "bert": tm.Bert}[name]().eval()
-    ids = torch.randint(0, tm.V, (tm.B, tm.T), generator=torch.Generator().manual_seed(1))
+    if name == "resnet18":
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=10).eval()
+        ids = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+        elt = "f32"
+    else:
+        model = {"gpt": tm.GPT, "llama": tm.Llama, "bert": tm.Bert}[name]().eval()
+        ids = torch.randint(0, tm.V, (tm.B, tm.T), generator=torch.Generator().manual_seed(1))
+        elt = "i64"
     onnx_path = os.path.join(work, name + ".onnx")
     torch.onnx.export(model, ids, onnx_path, opset_version=17, input_names=["input"],
                       output_names=["output"])
@@ -39,7 +46,7 @@ def main():
     try:
         rewire_run.run(["rewire-import", onnx_path, "-o", mlir_path])
         tensor_ir = rewire_run.lower_model(mlir_path, params, rewrite)
-        got, _ = rewire_run.execute(tensor_ir, [(ids.numpy(), "i64")], list(want.shape),
+        got, _ = rewire_run.execute(tensor_ir, [(ids.numpy(), elt)], list(want.shape),
                                     runner=runner, libdir=libdir)
     except rewire_run.ToolError as e:
         raise SystemExit("FAIL " + str(e))
