@@ -18,10 +18,6 @@ using namespace mlir;
 using namespace rewire;
 using namespace rewire::nn;
 
-static bool dimsAgree(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-}
-
 static LogicalResult verifyEpsilon(Operation *op, APFloat eps) {
   double e = eps.convertToDouble();
   if (!(e > 0.0) || !std::isfinite(e))

@@ -59,10 +59,6 @@ static std::string typeStr(Type t) {
   return s;
 }
 
-static bool dimsAgree(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-}
-
 static Shape toShape(Type t) {
   auto shape = cast<RankedTensorType>(t).getShape();
   return Shape(shape.begin(), shape.end());

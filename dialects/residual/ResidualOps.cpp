@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/residual/ResidualOps.h"
 
+#include "rewire/Support/Shape.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -15,6 +17,7 @@
 #include <cmath>
 
 using namespace mlir;
+using rewire::dimsAgree;
 using namespace rewire::residual;
 
 //===----------------------------------------------------------------------===//
@@ -39,11 +42,6 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   llvm::raw_string_ostream os(s);
   llvm::interleave(shape, os, [&](int64_t d) { os << dimStr(d); }, "x");
   return s;
-}
-
-/// Two dimensions agree when equal or when either is dynamic.
-static bool dimsAgree(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
 }
 
 /// Checks the stream state operand `name` and the feature axis.

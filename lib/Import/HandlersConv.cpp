@@ -72,16 +72,13 @@ HandlerResult conv(NodeContext &c) {
   SmallVector<Value> operands = {*x, *w};
   if (Value bias = c.input(2))
     operands.push_back(bias);
-  auto op = createInferred<nn::ConvOp>(
+  return single(createInferred<nn::ConvOp>(
       c, operands,
       {c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(strides)),
        c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads)),
        c.b.getNamedAttr("dilations", c.b.getDenseI64ArrayAttr(dilations)),
        c.b.getNamedAttr("group",
-                        c.b.getI64IntegerAttr(c.intAttrOr("group", 1)))});
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+                        c.b.getI64IntegerAttr(c.intAttrOr("group", 1)))}));
 }
 
 HandlerResult maxPool(NodeContext &c) {
@@ -111,24 +108,18 @@ HandlerResult maxPool(NodeContext &c) {
   auto pads = resolvePads(c, xt.getShape(), *kernel, strides, dilations);
   if (failed(pads))
     return failure();
-  auto op = createInferred<nn::MaxPoolOp>(
+  return single(createInferred<nn::MaxPoolOp>(
       c, {*x},
       {c.b.getNamedAttr("kernel_shape", c.b.getDenseI64ArrayAttr(*kernel)),
        c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(strides)),
-       c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads))});
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+       c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads))}));
 }
 
 HandlerResult globalAveragePool(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
-  auto op = createInferred<nn::GlobalAveragePoolOp>(c, {*x});
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+  return single(createInferred<nn::GlobalAveragePoolOp>(c, {*x}));
 }
 
 const Handler kHandlers[] = {

@@ -70,10 +70,7 @@ HandlerResult binary(NodeContext &c) {
     return failure();
   if (auto folded = foldIntBinary(c, *lhs, *rhs))
     return SmallVector<Value>{*folded};
-  auto op = createInferred<OpTy>(c, {*lhs, *rhs});
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+  return single(createInferred<OpTy>(c, {*lhs, *rhs}));
 }
 
 template <typename OpTy>
@@ -123,10 +120,7 @@ HandlerResult matmul(NodeContext &c) {
   auto a = c.tensorInput(0), bb = c.tensorInput(1);
   if (failed(a) || failed(bb))
     return failure();
-  auto op = createInferred<nn::MatMulOp>(c, {*a, *bb});
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+  return single(createInferred<nn::MatMulOp>(c, {*a, *bb}));
 }
 
 HandlerResult gemm(NodeContext &c) {
@@ -143,10 +137,7 @@ HandlerResult gemm(NodeContext &c) {
     attrs.push_back(c.b.getNamedAttr("transA", c.b.getUnitAttr()));
   if (c.intAttrOr("transB", 0))
     attrs.push_back(c.b.getNamedAttr("transB", c.b.getUnitAttr()));
-  auto op = createInferred<nn::GemmOp>(c, operands, attrs);
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+  return single(createInferred<nn::GemmOp>(c, operands, attrs));
 }
 
 HandlerResult softmax(NodeContext &c) {
@@ -222,13 +213,10 @@ HandlerResult reduce(NodeContext &c) {
   if (axes.empty() && c.intAttrOr("noop_with_empty_axes", 0))
     return SmallVector<Value>{*x};
   bool keepdims = c.intAttrOr("keepdims", 1) != 0;
-  auto op = createInferred<OpTy>(
+  return single(createInferred<OpTy>(
       c, {*x},
       {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
-       c.b.getNamedAttr("keepdims", c.b.getBoolAttr(keepdims))});
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{*op};
+       c.b.getNamedAttr("keepdims", c.b.getBoolAttr(keepdims))}));
 }
 
 const Handler kHandlers[] = {

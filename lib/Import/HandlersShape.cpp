@@ -38,19 +38,6 @@ FailureOr<Value> intConstant(NodeContext &c, RankedTensorType type,
       .getResult();
 }
 
-HandlerResult single(FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  return SmallVector<Value>{*v};
-}
-
-template <typename OpTy>
-HandlerResult single(FailureOr<OpTy> op) {
-  if (failed(op))
-    return failure();
-  return SmallVector<Value>{op->getResult()};
-}
-
 FailureOr<Value> reshapeTo(NodeContext &c, Value x, ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, tensorType(x).getElementType());
   if (auto ints = c.constantInts(x))

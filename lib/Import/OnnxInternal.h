@@ -130,6 +130,19 @@ const Handler *findHandler(llvm::StringRef opType, int64_t opset);
 /// True when some handler exists for `opType` at any opset.
 bool hasAnyHandler(llvm::StringRef opType);
 
+/// A handler's result from a single value or op that may have failed.
+inline HandlerResult single(mlir::FailureOr<mlir::Value> v) {
+  if (mlir::failed(v))
+    return mlir::failure();
+  return llvm::SmallVector<mlir::Value>{*v};
+}
+template <typename OpTy>
+HandlerResult single(mlir::FailureOr<OpTy> op) {
+  if (mlir::failed(op))
+    return mlir::failure();
+  return llvm::SmallVector<mlir::Value>{op->getResult()};
+}
+
 /// Creates an nn op whose result types are inferred, after checking that
 /// inference succeeds (the generated inferring builders abort the process on
 /// failure, which untrusted input must never reach). The shape function's

@@ -22,6 +22,11 @@ constexpr int64_t kDynamicDim = std::numeric_limits<int64_t>::min();
 
 inline bool isDynamicDim(int64_t d) { return d == kDynamicDim; }
 
+/// Two dimension sizes agree when equal or when either is dynamic.
+inline bool dimsAgree(int64_t a, int64_t b) {
+  return a == b || isDynamicDim(a) || isDynamicDim(b);
+}
+
 /// ONNX/NumPy multidirectional broadcast of two shapes. Returns std::nullopt
 /// when two static dimensions differ and neither is 1. A dynamic dimension
 /// broadcast against 1 stays dynamic; against a static size N > 1 it becomes N

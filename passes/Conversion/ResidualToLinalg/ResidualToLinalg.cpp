@@ -48,6 +48,14 @@ Value elementwise(OpBuilder &b, Location loc, Value like, ValueRange inputs,
                          inputs, maps, body);
 }
 
+/// Map from the state's dims to the row index (all dims but the last).
+AffineMap rowMap(OpBuilder &b, int64_t rank) {
+  SmallVector<AffineExpr> rows;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    rows.push_back(b.getAffineDimExpr(i));
+  return AffineMap::get(rank, 0, rows, b.getContext());
+}
+
 /// sum over the last dimension of f(xs...), as a tensor of rank-1 (all `xs`
 /// have one shape).
 Value rowSum(OpBuilder &b, Location loc, ValueRange xs,
@@ -58,11 +66,8 @@ Value rowSum(OpBuilder &b, Location loc, ValueRange xs,
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0.0));
   Value init = emptyLike(b, loc, xs.front(), elt, {rank - 1});
   init = linalg::FillOp::create(b, loc, zero, init).getResult(0);
-  SmallVector<AffineExpr> rows;
-  for (int64_t i = 0; i + 1 < rank; ++i)
-    rows.push_back(b.getAffineDimExpr(i));
   SmallVector<AffineMap> maps(xs.size(), b.getMultiDimIdentityMap(rank));
-  maps.push_back(AffineMap::get(rank, 0, rows, b.getContext()));
+  maps.push_back(rowMap(b, rank));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.back() = utils::IteratorType::reduction;
   auto generic = linalg::GenericOp::create(
@@ -79,14 +84,6 @@ Value rowSum(OpBuilder &b, Location loc, Value x,
              function_ref<Value(OpBuilder &, Location, Value)> f) {
   return rowSum(b, loc, ValueRange{x},
                 [&](OpBuilder &nb, Location l, ValueRange a) { return f(nb, l, a[0]); });
-}
-
-/// Map from the state's dims to the row index (all dims but the last).
-AffineMap rowMap(OpBuilder &b, int64_t rank) {
-  SmallVector<AffineExpr> rows;
-  for (int64_t i = 0; i + 1 < rank; ++i)
-    rows.push_back(b.getAffineDimExpr(i));
-  return AffineMap::get(rank, 0, rows, b.getContext());
 }
 
 Value floatConst(OpBuilder &b, Location loc, Type elt, double v) {
@@ -117,6 +114,15 @@ Value sigmoid(OpBuilder &b, Location l, Value x) {
   Value one = floatConst(b, l, t, 1.0);
   Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
   return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
+}
+
+/// Reassociation that collapses all dims but the last: [[0..n-2], [n-1]].
+SmallVector<ReassociationIndices> rowsAndLast(int64_t rank) {
+  SmallVector<ReassociationIndices> r(1);
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    r[0].push_back(i);
+  r.push_back({rank - 1});
+  return r;
 }
 
 struct AddLowering : OpConversionPattern<residual::AddOp> {
@@ -181,10 +187,7 @@ struct GatedAddLowering : OpConversionPattern<residual::GatedAddOp> {
     int64_t d = type.getShape().back();
     int64_t g = op.getWeight().getType().getDimSize(1);
     int64_t rows = type.getNumElements() / d;
-    SmallVector<ReassociationIndices> collapse(1);
-    for (int64_t i = 0; i + 1 < rank; ++i)
-      collapse[0].push_back(i);
-    collapse.push_back({rank - 1});
+    SmallVector<ReassociationIndices> collapse = rowsAndLast(rank);
     auto flat = [&](Value x) {
       return tensor::CollapseShapeOp::create(rewriter, loc, x, collapse).getResult();
     };
@@ -357,15 +360,6 @@ std::pair<Value, Value> normalizeRows(OpBuilder &b, Location loc, Value r) {
                              return arith::DivFOp::create(nb, l, a[0], a[1]);
                            });
   return {rho, rbar};
-}
-
-/// Reassociation that collapses all dims but the last: [[0..n-2], [n-1]].
-SmallVector<ReassociationIndices> rowsAndLast(int64_t rank) {
-  SmallVector<ReassociationIndices> r(1);
-  for (int64_t i = 0; i + 1 < rank; ++i)
-    r[0].push_back(i);
-  r.push_back({rank - 1});
-  return r;
 }
 
 struct NagGateLowering : OpConversionPattern<residual::NagGateOp> {
