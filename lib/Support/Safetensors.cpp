@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "rewire/Support/Safetensors.h"
 #include "rewire/Support/AtomicFile.h"
+#include "rewire/Support/Json.h"
 
 #include <cstdio>
 #include <set>
@@ -23,23 +24,6 @@ size_t safetensorsDtypeSize(const std::string &dtype) {
   return 0;
 }
 
-static std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::optional<std::string>
 writeSafetensors(const std::string &path,
                  const std::vector<SafetensorsEntry> &entries,
@@ -51,7 +35,7 @@ writeSafetensors(const std::string &path,
     header += "\"__metadata__\":{";
     bool firstMeta = true;
     for (const auto &[k, v] : metadata) {
-      header += (firstMeta ? "" : ",") + jsonString(k) + ":" + jsonString(v);
+      header += (firstMeta ? "" : ",") + jsonQuote(k) + ":" + jsonQuote(v);
       firstMeta = false;
     }
     header += "}";
@@ -73,7 +57,7 @@ writeSafetensors(const std::string &path,
     if (numel * elt != e.data.size())
       return "tensor '" + e.name + "' holds " + std::to_string(e.data.size()) +
              " bytes, its shape needs " + std::to_string(numel * elt);
-    header += (first ? "" : ",") + jsonString(e.name) + ":{\"dtype\":\"" +
+    header += (first ? "" : ",") + jsonQuote(e.name) + ":{\"dtype\":\"" +
               e.dtype + "\",\"shape\":[";
     for (size_t i = 0; i < e.shape.size(); ++i)
       header += (i ? "," : "") + std::to_string(e.shape[i]);
@@ -83,8 +67,9 @@ writeSafetensors(const std::string &path,
     first = false;
   }
   header += "}";
-  // Pad the header with spaces so the data starts 8-byte aligned.
-  while (header.size() % 8 != 0)
+  // Pad the header with spaces so the data starts 64-byte aligned in the
+  // file (and in a page-aligned mapping of it).
+  while ((8 + header.size()) % 64 != 0)
     header += ' ';
 
   std::string len(8, '\0');

@@ -22,3 +22,24 @@ Value rewire::parallelGeneric(OpBuilder &b, Location loc, Value init,
              })
       .getResult(0);
 }
+
+bool rewire::isMultiplyAccumulate(mlir::linalg::LinalgOp op) {
+  using namespace mlir;
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || op->getNumRegions() != 1)
+    return false;
+  Block &body = op->getRegion(0).front();
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!yield || yield.getNumOperands() != 1)
+    return false;
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value acc = body.getArgument(2);
+  Value other = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : Value();
+  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  return (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
+}

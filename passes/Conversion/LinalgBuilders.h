@@ -1,7 +1,8 @@
 //===- LinalgBuilders.h - Helpers shared by the linalg conversions -*- C++ -*-===//
 //
 // Small builders both convert-nn-to-linalg and convert-residual-to-linalg use:
-// a float constant, and a parallel linalg.generic over a given init tensor.
+// a float constant, a parallel linalg.generic over a given init tensor, and
+// the multiply-accumulate test the fusion and BLAS passes share.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_PASSES_CONVERSION_LINALGBUILDERS_H
@@ -28,6 +29,11 @@ mlir::Value parallelGeneric(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value init, mlir::ValueRange inputs,
                             llvm::ArrayRef<mlir::AffineMap> maps,
                             GenericBodyFn body);
+
+/// Whether `op` has exactly two inputs, one output, one reduction loop, and
+/// a body yielding `acc + a * b` (either operand order): a GEMM-like
+/// contraction, whatever its indexing maps.
+bool isMultiplyAccumulate(mlir::linalg::LinalgOp op);
 
 } // namespace rewire
 

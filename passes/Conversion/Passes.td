@@ -55,4 +55,35 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg producers into their consumers";
+  let description = [{
+    Upstream elementwise fusion (`linalg::populateElementwiseOpsFusionPatterns`)
+    with Rewire's cost rule: a producer is fused only into its single user,
+    and never into a contraction (a matmul body `acc + a * b`), so GEMMs stay
+    recognizable for `rewire-linalg-to-blas` and nothing is recomputed inside
+    a reduction loop. Chains such as bias add + GELU, or a residual gate's
+    epilogue, become one loop nest.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Call the runtime's BLAS GEMM for f32 contractions on buffers";
+  let description = [{
+    Replaces every f32 linalg contraction on memrefs whose body is
+    `acc + a * b`, whose output is `[batch..., m, n]`, and whose operands are
+    `[batch..., m|k, k|m]` and `[batch..., k|n, n|k]` with unit stride in the
+    innermost dimension, by a loop over the batch dimensions around calls to
+    `rewire_sgemm` (row-major SGEMM on aligned pointers, offsets and leading
+    dimensions; transposes from the indexing maps; broadcast batch dimensions
+    read with stride 0). The Rewire CPU runtime provides `rewire_sgemm` on
+    top of OpenBLAS. A zero `linalg.fill` of the output right before the
+    contraction is folded into `beta = 0`. Other contractions are left alone.
+    The pass declares `func.func private @rewire_sgemm` when it uses it.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // REWIRE_PASSES_CONVERSION_PASSES_TD

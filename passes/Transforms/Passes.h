@@ -10,6 +10,7 @@
 #include "dialects/nn/NNDialect.h"
 #include "dialects/residual/ResidualDialect.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/BuiltinOps.h"

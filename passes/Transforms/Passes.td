@@ -202,6 +202,24 @@ def InlineParameters : Pass<"nn-inline-parameters", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def ParametersToArguments : Pass<"nn-parameters-to-arguments", "::mlir::ModuleOp"> {
+  let summary = "Turn parameter loads into arguments of the public functions";
+  let description = [{
+    The compiled calling convention: a runtime binds parameters from a
+    safetensors file and passes them to the entry points. In every public
+    function with a body, each parameter (`ml_program.global` with an
+    `#ml_program.extern` or `#nn.init` value) the function loads becomes a
+    trailing argument, once per parameter, in the order of first use, with
+    the attribute `nn.parameter = "<name>"` (its safetensors name) and
+    `bufferization.writable = false` (parameters may be mapped read-only).
+    Parameters whose values are in the IR (dense elements) become constants.
+    Globals left without uses are removed. Loads from private functions are
+    rejected with an error: pass the values as arguments instead.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+}
+
 def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
   let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
   let description = [{

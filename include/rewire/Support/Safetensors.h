@@ -50,6 +50,36 @@ std::optional<std::string> readSafetensors(const std::string &path,
                                            SafetensorsFile &out,
                                            uint64_t maxBytes = uint64_t(1) << 40);
 
+/// A read-only memory map of a safetensors file: the same validation as
+/// readSafetensors, but tensor data is not copied. `data` points into the
+/// mapping (page-aligned base, so alignment follows the file's offsets).
+class SafetensorsMapping {
+public:
+  struct Tensor {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    const void *data = nullptr;
+    uint64_t bytes = 0;
+  };
+  SafetensorsMapping() = default;
+  SafetensorsMapping(const SafetensorsMapping &) = delete;
+  SafetensorsMapping &operator=(const SafetensorsMapping &) = delete;
+  ~SafetensorsMapping();
+
+  /// Maps `path`. Returns the error message on failure.
+  std::optional<std::string> open(const std::string &path,
+                                  uint64_t maxBytes = uint64_t(1) << 40);
+  const Tensor *find(const std::string &name) const;
+  const std::map<std::string, Tensor> &tensors() const { return index; }
+  const std::map<std::string, std::string> &metadata() const { return meta; }
+
+private:
+  void *base = nullptr;
+  uint64_t size = 0;
+  std::map<std::string, Tensor> index;
+  std::map<std::string, std::string> meta;
+};
+
 } // namespace rewire
 
 #endif // REWIRE_SUPPORT_SAFETENSORS_H

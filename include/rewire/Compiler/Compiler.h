@@ -1,0 +1,123 @@
+//===- Compiler.h - From nn/residual IR to a CPU artifact --------*- C++ -*-===//
+//
+// The stages of `rewire-compile` as a library: the residual rewrite, the
+// lowering to linalg, to the LLVM dialect, to optimized LLVM IR and object
+// code, and the link of the artifact (a shared object the runtime loads,
+// carrying the entry points and their parameter layout as JSON metadata).
+// See docs/compiling.md for the artifact format and calling convention.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_COMPILER_COMPILER_H
+#define REWIRE_COMPILER_COMPILER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace rewire::compiler {
+
+/// The artifact format version the compiler writes and the runtime accepts.
+constexpr int kArtifactFormatVersion = 1;
+
+/// Where compilation stops (`--emit=`).
+enum class Stage { nn, residual, linalg, llvmDialect, llvm, object, artifact };
+
+struct CompileOptions {
+  /// `KIND[:option=value,...]` for residual-detect + residual-rewrite (empty:
+  /// none). Options are those of residual-rewrite.
+  std::string residual;
+  /// 0-3: the LLVM optimization level; 0 also skips linalg fusion.
+  unsigned optLevel = 2;
+  /// Target CPU for code generation ("native" = this machine, "generic",
+  /// or an LLVM CPU name such as "znver4", "x86-64-v3").
+  std::string cpu = "native";
+  /// Call the runtime's BLAS for GEMMs (else generated loops).
+  bool blas = true;
+  /// Seed for parameters initialized by rule (#nn.init).
+  uint64_t seed = 0;
+};
+
+/// A tensor an entry point takes or returns.
+struct TensorSpec {
+  std::string name;
+  std::string dtype; ///< "f32", "i64", "i1", ...
+  std::vector<int64_t> shape;
+};
+
+/// One entry point: inputs, then parameters, then outputs, passed as one
+/// array of pointers to `rewire_call_<name>(void **)`.
+struct EntryPoint {
+  std::string name;
+  std::vector<TensorSpec> inputs, parameters, outputs;
+};
+
+/// Where a parameter's initial value comes from (recorded before lowering
+/// removes the ml_program globals).
+struct ParameterSource {
+  bool external = true; ///< in the module's nn.parameter_file
+  int initRule = 0;     ///< rewire::InitRule when not external
+  double a = 0, b = 0;  ///< the rule's arguments
+};
+
+/// What lowerToLinalg learns about the module.
+struct ModuleInfo {
+  std::vector<EntryPoint> entries;
+  std::map<std::string, ParameterSource> parameters;
+  /// The module's nn.parameter_file attribute (may be empty).
+  std::string parameterFile;
+};
+
+/// Runs residual-detect and residual-rewrite for `spec` (see CompileOptions).
+mlir::LogicalResult applyResidualRewrite(mlir::ModuleOp module, llvm::StringRef spec);
+
+/// Parameters to arguments, nn/residual to linalg on tensors, fusion.
+/// Records the entry points (public functions) and parameter sources.
+mlir::LogicalResult lowerToLinalg(mlir::ModuleOp module, const CompileOptions &options,
+                                  ModuleInfo &info);
+
+/// Bufferization, BLAS calls, loops, LLVM dialect.
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, const CompileOptions &options);
+
+/// Translates to LLVM IR, adds the entry wrappers and the metadata, and
+/// optimizes for the target CPU. Emits an error on `module` on failure.
+std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
+                                                   const std::vector<EntryPoint> &entries,
+                                                   const std::string &parametersFile,
+                                                   const CompileOptions &options,
+                                                   llvm::LLVMContext &llvmContext);
+
+/// Object code for `module`; returns an error message on failure.
+std::optional<std::string> emitObject(llvm::Module &module, const CompileOptions &options,
+                                      std::string &object);
+
+/// Links `object` with the CPU kernels of `runtimeLibDir` into the shared
+/// object `outputPath` (written atomically). Returns an error on failure.
+std::optional<std::string> linkArtifact(const std::string &object,
+                                        const std::string &outputPath,
+                                        const std::string &runtimeLibDir);
+
+/// Writes every parameter the entry points take to the safetensors file
+/// `outputPath` (atomically; 8-byte types first so every tensor is aligned
+/// for zero-copy mapping): external values from `info.parameterFile`
+/// (relative to `inputDir`), rule-initialized ones materialized with `seed`.
+std::optional<std::string> writeParameters(const ModuleInfo &info, const std::string &inputDir,
+                                           uint64_t seed, const std::string &outputPath);
+
+/// The artifact metadata JSON.
+std::string artifactMetadata(const std::vector<EntryPoint> &entries,
+                             const std::string &parametersFile, const CompileOptions &options);
+
+} // namespace rewire::compiler
+
+#endif // REWIRE_COMPILER_COMPILER_H

@@ -1,0 +1,208 @@
+//===- Emit.cpp - LLVM IR, entry wrappers, metadata, object code ----------===//
+//
+// After the LLVM dialect: translation to LLVM IR, one `rewire_call_<name>`
+// wrapper per entry point (unpacks an array of buffer pointers and calls the
+// bare-pointer function), the metadata string, optimization for the target
+// CPU, and object emission. Everything but the wrappers and the metadata
+// gets internal linkage, so the artifact exports nothing else.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Compiler/Compiler.h"
+#include "rewire/Support/Json.h"
+#include "rewire/Version.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace rewire::compiler;
+
+namespace {
+
+std::string specJson(const TensorSpec &t) {
+  std::string s = "{\"name\":" + rewire::jsonQuote(t.name) + ",\"dtype\":\"" + t.dtype +
+                  "\",\"shape\":[";
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(t.shape[i]);
+  return s + "]}";
+}
+
+std::string listJson(const std::vector<TensorSpec> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + specJson(v[i]);
+  return s + "]";
+}
+
+std::string cpuName(const CompileOptions &o) {
+  return o.cpu == "native" ? llvm::sys::getHostCPUName().str() : o.cpu;
+}
+
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CompileOptions &o,
+                                                       std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string features;
+  if (o.cpu == "native") {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    for (auto &f : host)
+      features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") +
+                  f.first().str();
+  }
+  std::string cpu = cpuName(o);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, cpu, ""));
+  if (o.cpu != "native" && o.cpu != "generic" && (!sti || !sti->isCPUStringValid(cpu))) {
+    error = "unknown --cpu '" + cpu + "' (try native, generic, x86-64-v3, znver4)";
+    return nullptr;
+  }
+  llvm::TargetOptions options;
+  auto level = o.optLevel == 0   ? llvm::CodeGenOptLevel::None
+               : o.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+               : o.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                 : llvm::CodeGenOptLevel::Aggressive;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt, level));
+}
+
+} // namespace
+
+std::string rewire::compiler::artifactMetadata(const std::vector<EntryPoint> &entries,
+                                               const std::string &parametersFile,
+                                               const CompileOptions &options) {
+  std::string s = "{\"format\":\"rewire-artifact\",\"version\":" +
+                  std::to_string(kArtifactFormatVersion) + ",\"compiler\":" +
+                  jsonQuote(std::string("rewire ") + REWIRE_VERSION_STRING) +
+                  ",\"target\":\"cpu\",\"cpu\":" + jsonQuote(cpuName(options)) +
+                  ",\"parameters_file\":" + jsonQuote(parametersFile) + ",\"functions\":[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const EntryPoint &e = entries[i];
+    s += std::string(i ? "," : "") + "{\"name\":" + jsonQuote(e.name) +
+         ",\"entry\":" + jsonQuote("rewire_call_" + e.name) +
+         ",\"inputs\":" + listJson(e.inputs) + ",\"parameters\":" + listJson(e.parameters) +
+         ",\"outputs\":" + listJson(e.outputs) + "}";
+  }
+  return s + "]}";
+}
+
+std::unique_ptr<llvm::Module>
+rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
+                                       const std::vector<EntryPoint> &entries,
+                                       const std::string &parametersFile,
+                                       const CompileOptions &options,
+                                       llvm::LLVMContext &llvmContext) {
+  mlir::registerBuiltinDialectTranslation(*module.getContext());
+  mlir::registerLLVMDialectTranslation(*module.getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, llvmContext, "rewire");
+  if (!llvmModule) {
+    module.emitError() << "rewire-compile: translation to LLVM IR failed";
+    return nullptr;
+  }
+  std::string error;
+  auto tm = makeTargetMachine(options, error);
+  if (!tm) {
+    module.emitError() << "rewire-compile: " << error;
+    return nullptr;
+  }
+  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(tm->getTargetTriple());
+
+  // Everything internal first; the wrappers and the metadata are the only
+  // exported symbols.
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration())
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  for (llvm::GlobalVariable &g : llvmModule->globals())
+    if (!g.isDeclaration())
+      g.setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  llvm::Type *ptr = llvm::PointerType::getUnqual(llvmContext);
+  for (const EntryPoint &e : entries) {
+    llvm::Function *fn = llvmModule->getFunction(e.name);
+    size_t count = e.inputs.size() + e.parameters.size() + e.outputs.size();
+    if (!fn || fn->arg_size() != count) {
+      module.emitError() << "rewire-compile: internal error: entry '" << e.name
+                         << "' does not take " << count << " buffers after lowering";
+      return nullptr;
+    }
+    auto *wrapper = llvm::Function::Create(
+        llvm::FunctionType::get(llvm::Type::getVoidTy(llvmContext), {ptr}, false),
+        llvm::GlobalValue::ExternalLinkage, "rewire_call_" + e.name, *llvmModule);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(llvmContext, "entry", wrapper));
+    llvm::SmallVector<llvm::Value *> args;
+    for (size_t i = 0; i < count; ++i)
+      args.push_back(b.CreateLoad(
+          ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
+    b.CreateCall(fn, args);
+    b.CreateRetVoid();
+  }
+  std::string meta = artifactMetadata(entries, parametersFile, options);
+  auto *init = llvm::ConstantDataArray::getString(llvmContext, meta, /*AddNull=*/true);
+  new llvm::GlobalVariable(*llvmModule, init->getType(), true,
+                           llvm::GlobalValue::ExternalLinkage, init,
+                           "rewire_artifact_metadata");
+  auto *version = llvm::ConstantInt::get(llvm::Type::getInt32Ty(llvmContext),
+                                         kArtifactFormatVersion);
+  new llvm::GlobalVariable(*llvmModule, version->getType(), true,
+                           llvm::GlobalValue::ExternalLinkage, version,
+                           "rewire_artifact_format_version");
+  if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
+    module.emitError() << "rewire-compile: internal error: invalid LLVM IR";
+    return nullptr;
+  }
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = options.optLevel > 1;
+  tuning.SLPVectorization = options.optLevel > 1;
+  llvm::PassBuilder pb(tm.get(), tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = options.optLevel == 0   ? llvm::OptimizationLevel::O0
+                                  : options.optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : options.optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                          : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(*llvmModule, mam);
+  return llvmModule;
+}
+
+std::optional<std::string> rewire::compiler::emitObject(llvm::Module &module,
+                                                        const CompileOptions &options,
+                                                        std::string &object) {
+  std::string error;
+  auto tm = makeTargetMachine(options, error);
+  if (!tm)
+    return error;
+  llvm::raw_string_ostream os(object);
+  llvm::buffer_ostream out(os);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return std::string("the target cannot emit object files");
+  pm.run(module);
+  return std::nullopt;
+}

@@ -1,0 +1,89 @@
+//===- Link.cpp - Link the artifact shared object -------------------------===//
+//
+// The artifact is a shared object: the generated code, the CPU kernels of
+// the runtime (librewire_kernels.a: SGEMM on OpenBLAS, strided copies)
+// and its libraries. clang drives the link (it knows the system's library
+// paths); lld does it. Unresolved symbols fail the link here, not at load.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Compiler/Compiler.h"
+#include "rewire/Version.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+using namespace rewire::compiler;
+
+namespace {
+/// Removes a temporary file when it goes out of scope.
+struct TempFile {
+  llvm::SmallString<128> path;
+  ~TempFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+} // namespace
+
+std::optional<std::string> rewire::compiler::linkArtifact(const std::string &object,
+                                                          const std::string &outputPath,
+                                                          const std::string &runtimeLibDir) {
+  std::string kernels = runtimeLibDir + "/librewire_kernels.a";
+  if (!llvm::sys::fs::exists(kernels))
+    return "the CPU kernels library '" + kernels +
+           "' is missing; build the `rewire_kernels` target or pass --runtime-lib-dir";
+  const char *env = std::getenv("REWIRE_CLANG");
+  std::string clang = env && *env ? env : std::string(REWIRE_LLVM_TOOLS_DIR) + "/clang";
+  if (!llvm::sys::fs::can_execute(clang))
+    return "no linker driver at '" + clang +
+           "': install clang-22 (scripts/bootstrap.sh) or set REWIRE_CLANG";
+
+  llvm::SmallString<128> dir(outputPath);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  TempFile obj, out, log;
+  int fd;
+  auto model = [&](const char *suffix) {
+    return (dir + "/.rewire-link-%%%%%%" + suffix).str();
+  };
+  if (auto ec = llvm::sys::fs::createUniqueFile(model(".o"), fd, obj.path))
+    return "cannot create a temporary file in '" + dir.str().str() + "': " + ec.message();
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << object;
+    os.close();
+    if (os.has_error())
+      return "cannot write '" + obj.path.str().str() + "'";
+  }
+  if (auto ec = llvm::sys::fs::createUniqueFile(model(".so"), fd, out.path))
+    return "cannot create a temporary file: " + ec.message();
+  ::close(fd);
+  if (auto ec = llvm::sys::fs::createUniqueFile(model(".log"), fd, log.path))
+    return "cannot create a temporary file: " + ec.message();
+  ::close(fd);
+
+  llvm::SmallVector<llvm::StringRef> args = {
+      clang,   "-shared", "-fuse-ld=lld", "-Wl,--no-undefined", "-Wl,-z,now", "-o",
+      out.path, obj.path, kernels,       "-lopenblas",         "-lm"};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(), log.path.str()};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(clang, args, std::nullopt, redirects, 0, 0, &error);
+  if (rc != 0) {
+    std::string text;
+    if (auto buf = llvm::MemoryBuffer::getFile(log.path))
+      text = (*buf)->getBuffer().take_back(2000).str();
+    return "linking the artifact failed (" + (error.empty() ? "exit " + std::to_string(rc) : error) +
+           "): " + text;
+  }
+  if (auto ec = llvm::sys::fs::rename(out.path, outputPath))
+    return "cannot write '" + outputPath + "': " + ec.message();
+  out.path.clear();
+  return std::nullopt;
+}

@@ -1,0 +1,186 @@
+//===- Pipelines.cpp - The lowering stages of rewire-compile --------------===//
+//
+// The pass pipelines behind each --emit stage, and the entry-point records
+// the artifact metadata is made of.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Compiler/Compiler.h"
+
+#include "dialects/nn/NNDialect.h"
+#include "dialects/nn/NNParameters.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace rewire::compiler;
+
+namespace {
+
+/// Runs `pipeline` (textual, without the builtin.module anchor) on `module`.
+LogicalResult runPipeline(ModuleOp module, const std::string &pipeline, StringRef what) {
+  PassManager manager(module.getContext());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (failed(parsePassPipeline(pipeline, manager, os)))
+    return module.emitError() << "rewire-compile: cannot build the " << what
+                              << " pipeline: " << errors;
+  return manager.run(module);
+}
+
+/// MLIR's spelling of an element type ("f32", "i64", "i1").
+std::optional<std::string> dtypeOf(Type t) {
+  if (t.isF32()) return "f32";
+  if (t.isF64()) return "f64";
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (t.isInteger(64)) return "i64";
+  if (t.isInteger(32)) return "i32";
+  if (t.isInteger(16)) return "i16";
+  if (t.isInteger(8)) return "i8";
+  if (t.isInteger(1)) return "i1";
+  return std::nullopt;
+}
+
+LogicalResult specOf(Operation *where, Type type, std::string name, StringRef role,
+                     TensorSpec &spec) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  std::optional<std::string> dtype = tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
+  if (!tensor || !tensor.hasStaticShape() || !dtype)
+    return where->emitError() << "rewire-compile: " << role << " '" << name << "' has type "
+                              << type
+                              << "; entry points take and return statically shaped tensors of "
+                                 "f32/f64/f16/bf16/i64/i32/i16/i8/i1 (bind symbolic sizes "
+                                 "with --dim NAME=SIZE)";
+  spec.name = std::move(name);
+  spec.dtype = *dtype;
+  spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  return success();
+}
+
+} // namespace
+
+LogicalResult rewire::compiler::applyResidualRewrite(ModuleOp module, StringRef spec) {
+  auto [kind, rest] = spec.split(':');
+  // Options are `name=value` pairs separated by commas; refuse anything
+  // that could be read as pipeline syntax.
+  for (char c : spec)
+    if (!llvm::isAlnum(c) && !StringRef("_-.=:,").contains(c))
+      return module.emitError() << "rewire-compile: --residual='" << spec
+                                << "' contains '" << c
+                                << "'; expected KIND[:option=value,...]";
+  std::string options = "kind=" + kind.str();
+  SmallVector<StringRef> parts;
+  rest.split(parts, ',', -1, false);
+  for (StringRef p : parts) {
+    if (!p.contains('='))
+      return module.emitError() << "rewire-compile: --residual option '" << p
+                                << "' is not option=value";
+    options += " " + p.str();
+  }
+  return runPipeline(module, "func.func(residual-detect),residual-rewrite{" + options + "}",
+                     "--residual='" + spec.str() + "'");
+}
+
+LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOptions &options,
+                                              ModuleInfo &info) {
+  if (auto file = module->getAttrOfType<StringAttr>(nn::kParameterFileAttrName))
+    info.parameterFile = file.str();
+  for (auto global : module.getOps<ml_program::GlobalOp>()) {
+    Attribute value = global.getValue().value_or(Attribute());
+    ParameterSource src;
+    if (auto rule = dyn_cast_or_null<nn::InitAttr>(value)) {
+      src.external = false;
+      src.initRule = static_cast<int>(rule.getKind());
+      src.a = rule.getA().convertToDouble();
+      src.b = rule.getB().convertToDouble();
+    } else if (!isa_and_nonnull<ml_program::ExternAttr>(value)) {
+      continue; // dense values become constants
+    }
+    info.parameters[global.getSymName().str()] = src;
+  }
+
+  // Inputs are the caller's buffers: never written in place.
+  MLIRContext *ctx = module.getContext();
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal())
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                        BoolAttr::get(ctx, false));
+
+  std::string pipeline = "nn-parameters-to-arguments,func.func(convert-nn-to-linalg,"
+                         "convert-residual-to-linalg,canonicalize,cse";
+  if (options.optLevel > 0)
+    pipeline += ",rewire-fuse-elementwise,canonicalize,cse";
+  pipeline += ")";
+  // Record the signatures between the two steps: parameters are arguments
+  // now, and the tensor types are still visible.
+  if (failed(runPipeline(module, "nn-parameters-to-arguments", "parameter")))
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func.isPublic() || func.isExternal())
+      continue;
+    EntryPoint entry;
+    entry.name = func.getSymName().str();
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      TensorSpec spec;
+      if (auto p = func.getArgAttrOfType<StringAttr>(i, "nn.parameter")) {
+        if (failed(specOf(func, func.getArgument(i).getType(), p.str(), "parameter", spec)))
+          return failure();
+        entry.parameters.push_back(spec);
+        continue;
+      }
+      if (!entry.parameters.empty())
+        return func.emitError() << "rewire-compile: input " << i << " follows a parameter";
+      auto name = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+      if (failed(specOf(func, func.getArgument(i).getType(),
+                        name ? name.str() : "input" + std::to_string(i), "input", spec)))
+        return failure();
+      entry.inputs.push_back(spec);
+    }
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      TensorSpec spec;
+      auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name");
+      if (failed(specOf(func, func.getResultTypes()[i],
+                        name ? name.str() : "output" + std::to_string(i), "output", spec)))
+        return failure();
+      entry.outputs.push_back(spec);
+    }
+    if (entry.outputs.empty())
+      return func.emitError() << "rewire-compile: entry point '" << entry.name
+                              << "' returns nothing";
+    // Recorded in the metadata; the LLVM translation has no use for them.
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      func.removeArgAttr(i, "nn.parameter");
+      func.removeArgAttr(i, "nn.name");
+    }
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      func.removeResultAttr(i, StringAttr::get(ctx, "nn.name"));
+    info.entries.push_back(std::move(entry));
+  }
+  if (info.entries.empty())
+    return module.emitError() << "rewire-compile: the module has no public function to compile";
+  pipeline.replace(0, std::string("nn-parameters-to-arguments,").size(), "");
+  return runPipeline(module, pipeline, "linalg");
+}
+
+LogicalResult rewire::compiler::lowerToLLVMDialect(ModuleOp module,
+                                                   const CompileOptions &options) {
+  std::string pipeline =
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref,";
+  if (options.blas)
+    pipeline += "rewire-linalg-to-blas,";
+  pipeline += "canonicalize,func.func(convert-linalg-to-loops,convert-scf-to-cf),"
+              "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+              "convert-math-to-llvm,convert-math-to-libm,"
+              "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-to-llvm,"
+              "reconcile-unrealized-casts";
+  return runPipeline(module, pipeline, "LLVM");
+}

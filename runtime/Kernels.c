@@ -1,0 +1,72 @@
+/*===- Kernels.c - CPU kernels linked into every artifact -------------------===
+ *
+ * Functions generated code calls: `rewire_sgemm` (rewire-linalg-to-blas) on
+ * OpenBLAS, and `memrefCopy` (the strided memref.copy of MLIR's LLVM
+ * lowering; same ABI as MLIR's C runner utils, which artifacts do not link).
+ * Plain C: an artifact needs no C++ runtime.
+ *
+ *===----------------------------------------------------------------------===*/
+#include <cblas.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Row-major C[M,N] = A[M,K] * B[K,N] + beta * C, with A/B transposed when
+ * ta/tb; pointers are aligned bases, offsets in elements. */
+void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64_t a,
+                  int64_t aoff, int64_t lda, int64_t b, int64_t boff, int64_t ldb,
+                  int64_t c, int64_t coff, int64_t ldc, float beta) {
+  if (m <= 0 || n <= 0)
+    return;
+  /* A leading dimension is meaningless for a single row; BLAS still checks it. */
+  int64_t acols = ta ? m : k, bcols = tb ? k : n;
+  if (lda < acols) lda = acols > 0 ? acols : 1;
+  if (ldb < bcols) ldb = bcols > 0 ? bcols : 1;
+  if (ldc < n) ldc = n;
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (blasint)m, (blasint)n, (blasint)k, 1.0f, (const float *)(intptr_t)a + aoff,
+              (blasint)lda, (const float *)(intptr_t)b + boff, (blasint)ldb, beta,
+              (float *)(intptr_t)c + coff, (blasint)ldc);
+}
+
+/* MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
+ * strides[rank]; the unranked one is {rank, descriptor*}. */
+struct UnrankedMemRef {
+  int64_t rank;
+  void *descriptor;
+};
+struct Descriptor {
+  char *allocated;
+  char *aligned;
+  int64_t offset;
+  int64_t sizesAndStrides[];
+};
+
+static void copyDim(int64_t elemSize, int64_t rank, int64_t dim, const int64_t *sizes,
+                    const int64_t *srcStrides, const int64_t *dstStrides, const char *src,
+                    char *dst) {
+  if (dim == rank) {
+    memcpy(dst, src, (size_t)elemSize);
+    return;
+  }
+  if (dim == rank - 1 && srcStrides[dim] == 1 && dstStrides[dim] == 1) {
+    memcpy(dst, src, (size_t)(elemSize * sizes[dim]));
+    return;
+  }
+  for (int64_t i = 0; i < sizes[dim]; ++i)
+    copyDim(elemSize, rank, dim + 1, sizes, srcStrides, dstStrides,
+            src + i * srcStrides[dim] * elemSize, dst + i * dstStrides[dim] * elemSize);
+}
+
+void memrefCopy(int64_t elemSize, struct UnrankedMemRef *src, struct UnrankedMemRef *dst) {
+  const struct Descriptor *s = (const struct Descriptor *)src->descriptor;
+  const struct Descriptor *d = (const struct Descriptor *)dst->descriptor;
+  int64_t rank = src->rank;
+  const int64_t *sizes = s->sizesAndStrides;
+  const int64_t *srcStrides = s->sizesAndStrides + rank;
+  const int64_t *dstStrides = d->sizesAndStrides + rank;
+  for (int64_t i = 0; i < rank; ++i)
+    if (sizes[i] == 0)
+      return;
+  copyDim(elemSize, rank, 0, sizes, srcStrides, dstStrides,
+          s->aligned + s->offset * elemSize, d->aligned + d->offset * elemSize);
+}

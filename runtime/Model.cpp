@@ -1,0 +1,283 @@
+//===- Model.cpp - Load and run compiled Rewire artifacts -----------------===//
+//
+// Implements Runtime.h: dlopen the artifact, validate its metadata (format,
+// version, every tensor spec), map the parameter file and check every
+// parameter's dtype and shape, call `rewire_call_<name>(void **buffers)`
+// with inputs, parameters and outputs in that order.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Runtime/Runtime.h"
+#include "rewire/Support/Json.h"
+#include "rewire/Support/Safetensors.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+
+namespace rewire::runtime {
+
+namespace {
+constexpr int kFormatVersion = 1;
+using EntryFn = void (*)(void **);
+
+std::string dirOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::optional<std::string> parseSpec(const JsonValue &v, const std::string &where,
+                                     TensorInfo &out) {
+  const JsonValue *name = v.get("name"), *dtype = v.get("dtype"), *shape = v.get("shape");
+  if (!name || !name->isString() || !dtype || !dtype->isString() || !shape ||
+      !shape->isArray())
+    return where + " lacks name, dtype or shape";
+  auto dt = parseDTypeName(dtype->text);
+  if (!dt)
+    return where + " has unknown dtype '" + dtype->text + "'";
+  out.name = name->text;
+  out.dtype = *dt;
+  int64_t numel = 1;
+  for (const JsonValue &d : shape->array) {
+    auto n = d.asInt();
+    if (!n || *n < 0 || (*n != 0 && numel > (int64_t(1) << 48) / *n))
+      return where + " has an invalid dimension";
+    numel *= *n;
+    out.shape.push_back(*n);
+  }
+  return std::nullopt;
+}
+} // namespace
+
+std::string TensorInfo::typeString() const {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  return t.typeString();
+}
+
+int64_t TensorInfo::byteSize() const {
+  int64_t n = static_cast<int64_t>(dtypeSize(dtype));
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+struct Model::Impl {
+  void *handle = nullptr;
+  std::string metadata;
+  std::vector<FunctionInfo> functions;
+  std::vector<EntryFn> entries;
+  /// Per function: the parameter pointers, in declared order.
+  std::vector<std::vector<void *>> parameters;
+  SafetensorsMapping mapping;
+  /// Parameters that had to be copied for alignment.
+  std::map<std::string, std::vector<uint64_t>> copies;
+
+  ~Impl() {
+    if (handle)
+      ::dlclose(handle);
+  }
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Model::~Model() = default;
+
+const std::vector<FunctionInfo> &Model::functions() const { return impl->functions; }
+const std::string &Model::metadata() const { return impl->metadata; }
+
+const FunctionInfo *Model::function(const std::string &name) const {
+  for (const FunctionInfo &f : impl->functions)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string &error,
+                                   const std::string &parametersPath) {
+  auto impl = std::make_unique<Impl>();
+  // dlopen searches the library path for names without a slash.
+  std::string path = artifactPath.find('/') == std::string::npos ? "./" + artifactPath
+                                                                  : artifactPath;
+  impl->handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!impl->handle) {
+    const char *why = ::dlerror();
+    error = "cannot load artifact '" + artifactPath + "': " + (why ? why : "unknown error") +
+            " (artifacts are shared objects written by rewire-compile for this machine)";
+    return nullptr;
+  }
+  auto *version = static_cast<const int32_t *>(::dlsym(impl->handle, "rewire_artifact_format_version"));
+  auto *meta = static_cast<const char *>(::dlsym(impl->handle, "rewire_artifact_metadata"));
+  if (!version || !meta) {
+    error = "'" + artifactPath + "' is a shared object but not a Rewire artifact";
+    return nullptr;
+  }
+  if (*version != kFormatVersion) {
+    error = "'" + artifactPath + "' has artifact format " + std::to_string(*version) +
+            ", this runtime reads format " + std::to_string(kFormatVersion) +
+            "; recompile it with this version's rewire-compile";
+    return nullptr;
+  }
+  impl->metadata = std::string(meta, ::strnlen(meta, size_t(64) << 20));
+  JsonValue root;
+  if (auto err = parseJson(impl->metadata, root)) {
+    error = "'" + artifactPath + "': invalid metadata: " + *err;
+    return nullptr;
+  }
+  const JsonValue *functions = root.get("functions"), *format = root.get("format"),
+                  *paramsFile = root.get("parameters_file");
+  if (!format || !format->isString() || format->text != "rewire-artifact" || !functions ||
+      !functions->isArray() || !paramsFile || !paramsFile->isString()) {
+    error = "'" + artifactPath + "': metadata lacks format, functions or parameters_file";
+    return nullptr;
+  }
+  bool anyParameters = false;
+  for (const JsonValue &f : functions->array) {
+    FunctionInfo info;
+    const JsonValue *name = f.get("name"), *entry = f.get("entry");
+    if (!name || !name->isString() || !entry || !entry->isString()) {
+      error = "'" + artifactPath + "': a function lacks name or entry";
+      return nullptr;
+    }
+    info.name = name->text;
+    for (auto [key, list] : {std::pair{"inputs", &info.inputs},
+                             std::pair{"parameters", &info.parameters},
+                             std::pair{"outputs", &info.outputs}}) {
+      const JsonValue *arr = f.get(key);
+      if (!arr || !arr->isArray()) {
+        error = "'" + artifactPath + "': function '" + info.name + "' lacks " + key;
+        return nullptr;
+      }
+      for (const JsonValue &v : arr->array) {
+        TensorInfo t;
+        if (auto err = parseSpec(v, "function '" + info.name + "' " + key, t)) {
+          error = "'" + artifactPath + "': " + *err;
+          return nullptr;
+        }
+        list->push_back(std::move(t));
+      }
+    }
+    auto fn = reinterpret_cast<EntryFn>(::dlsym(impl->handle, entry->text.c_str()));
+    if (!fn) {
+      error = "'" + artifactPath + "': entry point '" + entry->text + "' is missing";
+      return nullptr;
+    }
+    anyParameters |= !info.parameters.empty();
+    impl->functions.push_back(std::move(info));
+    impl->entries.push_back(fn);
+  }
+
+  if (anyParameters) {
+    std::string params = parametersPath;
+    if (params.empty()) {
+      if (paramsFile->text.empty()) {
+        error = "'" + artifactPath + "' takes parameters but names no parameter file";
+        return nullptr;
+      }
+      params = paramsFile->text[0] == '/' ? paramsFile->text
+                                          : dirOf(artifactPath) + "/" + paramsFile->text;
+    }
+    if (auto err = impl->mapping.open(params)) {
+      error = "cannot bind parameters: " + *err;
+      return nullptr;
+    }
+    for (const FunctionInfo &f : impl->functions) {
+      std::vector<void *> ptrs;
+      for (const TensorInfo &p : f.parameters) {
+        const SafetensorsMapping::Tensor *t = impl->mapping.find(p.name);
+        if (!t) {
+          error = "parameter '" + p.name + "' of '" + f.name + "' is not in '" + params + "'";
+          return nullptr;
+        }
+        if (t->dtype != dtypeSafetensorsName(p.dtype) || t->shape != p.shape) {
+          error = "parameter '" + p.name + "' in '" + params + "' is " + t->dtype + " [" +
+                  shapeString(t->shape) + "], the artifact expects " +
+                  dtypeSafetensorsName(p.dtype) + " [" + shapeString(p.shape) + "]";
+          return nullptr;
+        }
+        void *data = const_cast<void *>(t->data);
+        if (reinterpret_cast<uintptr_t>(data) % dtypeSize(p.dtype) != 0) {
+          auto &copy = impl->copies[p.name];
+          if (copy.empty()) {
+            copy.resize((t->bytes + 7) / 8);
+            std::memcpy(copy.data(), t->data, t->bytes);
+          }
+          data = copy.data();
+        }
+        ptrs.push_back(data);
+      }
+      impl->parameters.push_back(std::move(ptrs));
+    }
+  } else {
+    impl->parameters.resize(impl->functions.size());
+  }
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+std::optional<std::string> checkInputs(const FunctionInfo &fn,
+                                       const std::vector<HostTensor> &inputs) {
+  if (inputs.size() != fn.inputs.size())
+    return "'" + fn.name + "' takes " + std::to_string(fn.inputs.size()) + " input(s), got " +
+           std::to_string(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo &want = fn.inputs[i];
+    const HostTensor &have = inputs[i];
+    if (have.dtype != want.dtype || have.shape != want.shape)
+      return "input " + std::to_string(i) + " ('" + want.name + "') of '" + fn.name +
+             "' must be " + want.typeString() + ", got " + have.typeString();
+    if (have.data.size() != static_cast<size_t>(want.byteSize()))
+      return "input " + std::to_string(i) + " ('" + want.name + "') holds " +
+             std::to_string(have.data.size()) + " bytes, " + want.typeString() + " needs " +
+             std::to_string(want.byteSize());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Model::run(const std::string &function,
+                                      const std::vector<HostTensor> &inputs,
+                                      std::vector<HostTensor> &outputs) const {
+  const FunctionInfo *fn = this->function(function);
+  if (!fn)
+    return "the artifact has no function '" + function + "'";
+  if (auto err = checkInputs(*fn, inputs))
+    return err;
+  outputs.clear();
+  std::vector<const void *> in;
+  std::vector<void *> out;
+  for (const HostTensor &t : inputs)
+    in.push_back(t.data.data());
+  for (const TensorInfo &o : fn->outputs) {
+    HostTensor t;
+    t.dtype = o.dtype;
+    t.shape = o.shape;
+    t.data.assign(static_cast<size_t>(o.byteSize()), 0);
+    outputs.push_back(std::move(t));
+  }
+  for (HostTensor &t : outputs)
+    out.push_back(t.data.data());
+  return runRaw(function, in.data(), out.data());
+}
+
+std::optional<std::string> Model::runRaw(const std::string &function,
+                                         const void *const *inputs,
+                                         void *const *outputs) const {
+  size_t index = 0;
+  while (index < impl->functions.size() && impl->functions[index].name != function)
+    ++index;
+  if (index == impl->functions.size())
+    return "the artifact has no function '" + function + "'";
+  const FunctionInfo &fn = impl->functions[index];
+  std::vector<void *> buffers;
+  buffers.reserve(fn.inputs.size() + fn.parameters.size() + fn.outputs.size());
+  // A zero-sized tensor may come with a null pointer; the code never reads it.
+  static char empty[64];
+  for (size_t i = 0; i < fn.inputs.size(); ++i)
+    buffers.push_back(inputs[i] ? const_cast<void *>(inputs[i]) : empty);
+  for (void *p : impl->parameters[index])
+    buffers.push_back(p);
+  for (size_t i = 0; i < fn.outputs.size(); ++i)
+    buffers.push_back(outputs[i] ? outputs[i] : empty);
+  impl->entries[index](buffers.data());
+  return std::nullopt;
+}
+
+} // namespace rewire::runtime

@@ -1,0 +1,253 @@
+//===- rewire-compile.cpp - Compile a model to a CPU artifact -------------===//
+//
+// Compiles an ONNX model or nn/residual MLIR to a Rewire artifact (a shared
+// object with the entry points and their parameter layout) and its
+// parameter file, or stops at a stage to show the IR:
+//
+//   rewire-compile gpt.onnx --residual=review -o gpt.rwx   # + gpt.params.safetensors
+//   rewire-compile gpt.mlir --emit=linalg
+//
+// Exit codes: 0 compiled; 1 bad command line; 2 the model could not be read,
+// imported or verified; 3 it uses something the compiler does not support
+// (an op, a dynamic shape, a residual option); 4 a file could not be read or
+// written; 5 code generation or the link failed.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Compiler/Compiler.h"
+#include "rewire/Import/OnnxImport.h"
+#include "rewire/InitAll.h"
+#include "rewire/Version.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <unistd.h>
+
+using namespace llvm;
+using namespace rewire::compiler;
+
+static cl::OptionCategory category("rewire-compile options");
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx|model.mlir>"), cl::cat(category));
+static cl::opt<std::string> outputPath(
+    "o", cl::desc("Output file (default: the input with .rwx, or stdout for IR stages)"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> paramsPath(
+    "params",
+    cl::desc("Where to write the parameters (default: OUTPUT without .rwx + .params.safetensors)"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<Stage> emit(
+    "emit", cl::desc("Stop after a stage and write it:"), cl::init(Stage::artifact),
+    cl::values(clEnumValN(Stage::nn, "nn", "the nn IR (imported, before rewriting)"),
+               clEnumValN(Stage::residual, "residual", "after detection and --residual"),
+               clEnumValN(Stage::linalg, "linalg", "linalg on tensors, fused"),
+               clEnumValN(Stage::llvmDialect, "llvm-dialect", "MLIR's LLVM dialect, before translation"),
+               clEnumValN(Stage::llvm, "llvm", "optimized LLVM IR"),
+               clEnumValN(Stage::object, "obj", "an object file"),
+               clEnumValN(Stage::artifact, "artifact", "the artifact (default)")),
+    cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("Target: cpu (cuda is planned)"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default 2)"),
+                                  cl::Prefix, cl::init(2), cl::cat(category));
+static cl::opt<std::string> residual(
+    "residual",
+    cl::desc("Detect residual adds and rewrite them: KIND[:option=value,...] with the kinds "
+             "and options of residual-rewrite, e.g. review:init=identity"),
+    cl::value_desc("spec"), cl::cat(category));
+static cl::opt<std::string> cpu("cpu", cl::desc("Target CPU: native (default), generic, znver4, ..."),
+                                cl::init("native"), cl::cat(category));
+static cl::opt<bool> noBlas("no-blas", cl::desc("Generate GEMM loops instead of calling BLAS"),
+                            cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parameters"),
+                              cl::init(0), cl::cat(category));
+static cl::list<std::string> dims("dim", cl::desc("Size of a symbolic ONNX dimension"),
+                                  cl::value_desc("NAME=SIZE"), cl::cat(category));
+static cl::opt<std::string> runtimeLibDir(
+    "runtime-lib-dir", cl::desc("Folder of librewire_kernels.a (default: ../lib beside this tool)"),
+    cl::cat(category));
+
+namespace {
+int error(const Twine &message, int code) {
+  errs() << "rewire-compile: error: " << message << "\n";
+  return code;
+}
+
+std::string defaultRuntimeLibDir(const char *argv0) {
+  std::string exe = sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&error));
+  SmallString<256> dir(exe);
+  sys::path::remove_filename(dir);
+  sys::path::append(dir, "..", "lib");
+  return dir.str().str();
+}
+
+/// Writes text to `path` ("-" = stdout).
+int writeText(const std::string &path, function_ref<void(raw_ostream &)> fn) {
+  std::string err;
+  auto out = mlir::openOutputFile(path, &err);
+  if (!out)
+    return error(err, 4);
+  fn(out->os());
+  out->keep();
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  setBugReportMsg("PLEASE report this crash at " REWIRE_BUG_REPORT_URL
+                  " with the model and the command line above.\n");
+  cl::HideUnrelatedOptions(category);
+  cl::AddExtraVersionPrinter([](raw_ostream &os) {
+    os << "rewire-compile " REWIRE_VERSION_STRING " (MLIR " REWIRE_LLVM_VERSION_STRING ")\n";
+  });
+  cl::ParseCommandLineOptions(argc, argv, "rewire-compile: models to CPU artifacts\n");
+  if (target != "cpu")
+    return error("--target=" + target + " is not available yet; use --target=cpu", 1);
+  if (optLevel > 3)
+    return error("-O" + Twine(optLevel) + " is not a level; use -O0 to -O3", 1);
+  CompileOptions options;
+  options.residual = residual;
+  options.optLevel = optLevel;
+  options.cpu = cpu;
+  options.blas = !noBlas;
+  options.seed = seed;
+
+  std::string output = outputPath;
+  if (output.empty()) {
+    if (emit == Stage::artifact || emit == Stage::object) {
+      SmallString<256> p(inputPath);
+      sys::path::replace_extension(p, emit == Stage::artifact ? ".rwx" : ".o");
+      output = p.str().str();
+    } else {
+      output = "-";
+    }
+  }
+  if ((emit == Stage::artifact || emit == Stage::object) && output == "-")
+    return error("binary output needs a file: give -o FILE", 1);
+
+  mlir::DialectRegistry registry;
+  rewire::registerRewireDialects(registry);
+  rewire::registerRewirePasses();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // Errors name the op and location; the whole module is not printed.
+  context.printOpOnDiagnostic(false);
+  SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  // Where the parameters of an imported model go until the artifact's file
+  // is written.
+  SmallString<256> importedParams;
+  auto cleanup = make_scope_exit([&] {
+    if (!importedParams.empty())
+      sys::fs::remove(importedParams);
+  });
+  std::string inputDir = sys::path::parent_path(inputPath).str();
+  if (inputDir.empty())
+    inputDir = ".";
+
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (StringRef(inputPath).ends_with(".onnx")) {
+    rewire::onnx_import::ImportOptions importOptions;
+    for (const std::string &d : dims) {
+      auto [name, size] = StringRef(d).split('=');
+      int64_t value;
+      if (name.empty() || size.getAsInteger(10, value) || value < 0)
+        return error("--dim expects NAME=SIZE, got '" + d + "'", 1);
+      importOptions.dimBindings[name] = value;
+    }
+    if (emit != Stage::nn && emit != Stage::residual) {
+      int fd;
+      SmallString<256> model(output == "-" ? "." : sys::path::parent_path(output));
+      if (model.empty())
+        model = ".";
+      sys::path::append(model, ".rewire-import-%%%%%%.safetensors");
+      if (auto ec = sys::fs::createUniqueFile(model, fd, importedParams))
+        return error("cannot create a temporary file: " + ec.message(), 4);
+      ::close(fd);
+      SmallString<256> abs(importedParams);
+      sys::fs::make_absolute(abs);
+      importOptions.parameterFile = importedParams.str().str();
+      importOptions.parameterFileRef = abs.str().str();
+    }
+    auto result = rewire::onnx_import::importOnnxFile(inputPath, &context, importOptions);
+    if (!result.module) {
+      using rewire::onnx_import::ImportStatus;
+      return result.status == ImportStatus::unsupported ? 3
+             : result.status == ImportStatus::io        ? 4
+                                                        : 2;
+    }
+    module = std::move(result.module);
+  } else {
+    std::string err;
+    auto file = mlir::openInputFile(inputPath, &err);
+    if (!file)
+      return error(err, 4);
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return 2;
+  }
+  if (failed(mlir::verify(*module)))
+    return 2;
+  if (emit == Stage::nn)
+    return writeText(output, [&](raw_ostream &os) { module->print(os); });
+
+  if (!options.residual.empty() && failed(applyResidualRewrite(*module, options.residual)))
+    return 3;
+  if (emit == Stage::residual)
+    return writeText(output, [&](raw_ostream &os) { module->print(os); });
+
+  ModuleInfo info;
+  if (failed(lowerToLinalg(*module, options, info)))
+    return 3;
+  if (emit == Stage::linalg)
+    return writeText(output, [&](raw_ostream &os) { module->print(os); });
+
+  // Parameters next to the artifact, named relative to it when beside it.
+  std::string params = paramsPath;
+  if (params.empty()) {
+    SmallString<256> p(output);
+    if (sys::path::extension(p) == ".rwx")
+      sys::path::replace_extension(p, "");
+    params = (p + ".params.safetensors").str();
+  }
+  std::string paramsRef = sys::path::parent_path(params) == sys::path::parent_path(output)
+                              ? sys::path::filename(params).str()
+                              : params;
+  if (failed(lowerToLLVMDialect(*module, options)))
+    return 3;
+  if (emit == Stage::llvmDialect)
+    return writeText(output, [&](raw_ostream &os) { module->print(os); });
+  LLVMContext llvmContext;
+  auto llvmModule = translateAndOptimize(*module, info.entries, paramsRef, options, llvmContext);
+  if (!llvmModule)
+    return 5;
+  if (emit == Stage::llvm)
+    return writeText(output, [&](raw_ostream &os) { llvmModule->print(os, nullptr); });
+  std::string object;
+  if (auto err = emitObject(*llvmModule, options, object))
+    return error(*err, 5);
+  if (emit == Stage::object)
+    return writeText(output, [&](raw_ostream &os) { os << object; });
+
+  std::string libDir = runtimeLibDir.empty() ? defaultRuntimeLibDir(argv[0]) : runtimeLibDir;
+  if (auto err = linkArtifact(object, output, libDir))
+    return error(*err, 5);
+  if (auto err = writeParameters(info, inputDir, options.seed, params))
+    return error(*err, 4);
+  return 0;
+}

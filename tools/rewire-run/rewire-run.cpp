@@ -1,0 +1,478 @@
+//===- rewire-run.cpp - Run a compiled model ------------------------------===//
+//
+// Runs an entry point of a Rewire artifact with IREE-style I/O. Links the
+// runtime only (no MLIR): an .onnx or .mlir model is compiled first by
+// running rewire-compile (from this tool's folder) into a cache keyed by the
+// model's bytes and the compile flags.
+//
+//   rewire-run gpt.rwx --input=2x8xi64=@ids.npy --output=@logits.npy
+//   rewire-run m.rwx --input="2x2xf32=[1 2][3 4]" --expected_output=2x2xf32=@y.npy
+//   rewire-run gpt.onnx --input=@ids.npy --benchmark=20
+//
+// Exit codes: 0 ran (and matched any expected outputs); 1 bad command line;
+// 2 an input or expected output is malformed or does not fit the function;
+// 3 an output did not match its expected value; 4 the model could not be
+// compiled, loaded or a file not read/written.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Runtime/Runtime.h"
+#include "rewire/Support/Npy.h"
+#include "rewire/Version.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace rewire;
+using namespace rewire::runtime;
+
+namespace {
+
+struct Options {
+  std::string model, function = "forward", params;
+  std::vector<std::string> inputs, outputs, expected, compileFlags;
+  double rtol = 1e-5, atol = 1e-6;
+  int benchmark = 0;
+  int64_t printMax = 1024;
+  bool describe = false;
+};
+
+[[noreturn]] void die(const std::string &message, int code) {
+  std::cerr << "rewire-run: error: " << message << "\n";
+  std::exit(code);
+}
+
+void usage() {
+  std::cout << "usage: rewire-run MODEL.(rwx|onnx|mlir) [options]\n"
+               "  --function=NAME          entry point (default forward)\n"
+               "  --input=SPEC             one per input, in order:\n"
+               "                           2x3xf32=[1 2 3][4 5 6] | 2x3xf32=1,2,3,4,5,6 |\n"
+               "                           2x3xf32=7 (splat) | @x.npy | 2x3xf32=@x.bin (raw)\n"
+               "  --output=@y.npy          write output i (in order; '' skips one)\n"
+               "  --expected_output=SPEC   compare output i (same syntax as --input)\n"
+               "  --rtol=R --atol=A        tolerance |got-want| <= atol + rtol*|want| (1e-5, 1e-6)\n"
+               "  --benchmark=N            run N more times, print median/min/mean latency\n"
+               "  --params=FILE            parameter file (default: the one the artifact names)\n"
+               "  --print-max-elements=N   print at most N elements per result (default 1024)\n"
+               "  --describe               print the entry points and exit\n"
+               "  --compile-flag=FLAG      pass FLAG to rewire-compile for .onnx/.mlir models\n"
+               "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n";
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *flag) -> std::optional<std::string> {
+      std::string f = std::string("--") + flag + "=";
+      if (a.rfind(f, 0) == 0)
+        return a.substr(f.size());
+      return std::nullopt;
+    };
+    auto number = [&](const std::string &v, const char *flag) {
+      char *end = nullptr;
+      double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(d >= 0))
+        die(std::string("--") + flag + " expects a non-negative number, got '" + v + "'", 1);
+      return d;
+    };
+    if (a == "--help" || a == "-h") {
+      usage();
+      std::exit(0);
+    } else if (a == "--version") {
+      std::cout << "rewire-run " REWIRE_VERSION_STRING "\n";
+      std::exit(0);
+    } else if (auto v = value("function")) {
+      o.function = *v;
+    } else if (auto v = value("input")) {
+      o.inputs.push_back(*v);
+    } else if (auto v = value("output")) {
+      o.outputs.push_back(*v);
+    } else if (auto v = value("expected_output")) {
+      o.expected.push_back(*v);
+    } else if (auto v = value("rtol")) {
+      o.rtol = number(*v, "rtol");
+    } else if (auto v = value("atol")) {
+      o.atol = number(*v, "atol");
+    } else if (auto v = value("benchmark")) {
+      double n = number(*v, "benchmark");
+      if (n != std::floor(n) || n > 1e6)
+        die("--benchmark expects a count", 1);
+      o.benchmark = static_cast<int>(n);
+    } else if (auto v = value("params")) {
+      o.params = *v;
+    } else if (auto v = value("print-max-elements")) {
+      o.printMax = static_cast<int64_t>(number(*v, "print-max-elements"));
+    } else if (auto v = value("compile-flag")) {
+      o.compileFlags.push_back(*v);
+    } else if (a == "--describe") {
+      o.describe = true;
+    } else if (a.rfind("-", 0) == 0) {
+      die("unknown option '" + a + "' (see --help)", 1);
+    } else if (o.model.empty()) {
+      o.model = a;
+    } else {
+      die("more than one model given ('" + o.model + "', '" + a + "')", 1);
+    }
+  }
+  if (o.model.empty()) {
+    usage();
+    std::exit(1);
+  }
+  return o;
+}
+
+/// Parses "2x3xf32" into shape and dtype.
+std::optional<std::string> parseType(const std::string &s, HostTensor &t) {
+  size_t start = 0;
+  t.shape.clear();
+  while (true) {
+    size_t x = s.find('x', start);
+    std::string part = s.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
+      if (part.size() > 12)
+        return "dimension '" + part + "' is too large";
+      t.shape.push_back(std::stoll(part));
+      if (x == std::string::npos)
+        return "'" + s + "' has no element type";
+      start = x + 1;
+      continue;
+    }
+    auto dt = parseDTypeName(s.substr(start));
+    if (!dt)
+      return "'" + s.substr(start) + "' is not an element type (f32, f64, i64, i32, i1, ...)";
+    t.dtype = *dt;
+    return std::nullopt;
+  }
+}
+
+void store(HostTensor &t, int64_t i, double v) {
+  uint8_t *p = t.data.data() + i * static_cast<int64_t>(dtypeSize(t.dtype));
+  auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  switch (t.dtype) {
+  case DType::F32: put(static_cast<float>(v)); break;
+  case DType::F64: put(v); break;
+  case DType::I64: put(static_cast<int64_t>(v)); break;
+  case DType::I32: put(static_cast<int32_t>(v)); break;
+  case DType::I16: put(static_cast<int16_t>(v)); break;
+  case DType::I8: put(static_cast<int8_t>(v)); break;
+  case DType::U8: put(static_cast<uint8_t>(v)); break;
+  case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
+  case DType::F16: case DType::BF16: break; // rejected before
+  }
+}
+
+/// An --input / --expected_output spec.
+std::optional<std::string> parseTensor(const std::string &spec, HostTensor &t) {
+  if (!spec.empty() && spec[0] == '@')
+    return readNpy(spec.substr(1), t);
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos)
+    return "'" + spec + "' is not TYPE=VALUES or @file.npy (e.g. 2x3xf32=1,2,3,4,5,6)";
+  if (auto err = parseType(spec.substr(0, eq), t))
+    return err;
+  if (t.shape.size() > 16)
+    return "rank " + std::to_string(t.shape.size()) + " is too high";
+  int64_t numel = 1;
+  for (int64_t d : t.shape) {
+    if (d != 0 && numel > (int64_t(1) << 34) / d)
+      return "'" + spec.substr(0, eq) + "' is too large";
+    numel *= d;
+  }
+  size_t bytes = static_cast<size_t>(numel) * dtypeSize(t.dtype);
+  std::string values = spec.substr(eq + 1);
+  if (!values.empty() && values[0] == '@') {
+    std::ifstream in(values.substr(1), std::ios::binary);
+    if (!in)
+      return "cannot read '" + values.substr(1) + "'";
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    std::string raw = ss.str();
+    if (raw.size() != bytes)
+      return "'" + values.substr(1) + "' holds " + std::to_string(raw.size()) + " bytes, " +
+             t.typeString() + " needs " + std::to_string(bytes);
+    t.data.assign(raw.begin(), raw.end());
+    return std::nullopt;
+  }
+  if (t.dtype == DType::F16 || t.dtype == DType::BF16)
+    return std::string("literal values of ") + dtypeName(t.dtype) + " are not supported; use @file.npy";
+  for (char &c : values)
+    if (c == '[' || c == ']' || c == ',' || c == '\n' || c == '\t')
+      c = ' ';
+  std::istringstream in(values);
+  std::vector<double> parsed;
+  std::string word;
+  while (in >> word) {
+    char *end = nullptr;
+    double d = std::strtod(word.c_str(), &end);
+    if (*end) {
+      if (word == "true") d = 1;
+      else if (word == "false") d = 0;
+      else return "'" + word + "' is not a number";
+    }
+    parsed.push_back(d);
+  }
+  if (parsed.size() != static_cast<size_t>(numel) && parsed.size() != 1)
+    return t.typeString() + " needs " + std::to_string(numel) + " values (or one to splat), got " +
+           std::to_string(parsed.size());
+  t.data.assign(bytes, 0);
+  for (int64_t i = 0; i < numel; ++i)
+    store(t, i, parsed.size() == 1 ? parsed[0] : parsed[static_cast<size_t>(i)]);
+  return std::nullopt;
+}
+
+std::string formatValue(const HostTensor &t, int64_t i) {
+  double v = t.at(i);
+  char buf[48];
+  if (t.dtype == DType::Bool || t.dtype == DType::I64 || t.dtype == DType::I32 ||
+      t.dtype == DType::I16 || t.dtype == DType::I8 || t.dtype == DType::U8)
+    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
+  else
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+/// IREE's layout: "2x2xf32=[1 2][3 4]".
+void print(const HostTensor &t, int64_t max, std::ostream &os) {
+  os << t.typeString() << "=";
+  int64_t n = t.numel();
+  if (t.shape.empty()) {
+    os << formatValue(t, 0) << "\n";
+    return;
+  }
+  std::vector<int64_t> inner(t.shape.size(), 1);
+  for (size_t d = t.shape.size() - 1; d > 0; --d)
+    inner[d - 1] = inner[d] * t.shape[d];
+  for (int64_t i = 0; i < n && i < max; ++i) {
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
+      if (i % inner[d] == 0)
+        os << "[";
+    os << formatValue(t, i);
+    int closes = 0;
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
+      if ((i + 1) % inner[d] == 0)
+        ++closes;
+    for (int c = 0; c < closes; ++c)
+      os << "]";
+    if (closes == 0 && i + 1 < n && i + 1 < max)
+      os << " ";
+  }
+  if (n > max)
+    os << "...";
+  if (n == 0)
+    os << "[]";
+  os << "\n";
+}
+
+uint64_t fnv1a(const std::string &bytes, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string toolDir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+/// Compiles an .onnx/.mlir model into the cache, once per content + flags.
+std::string compileCached(const Options &o) {
+  std::ifstream in(o.model, std::ios::binary);
+  if (!in)
+    die("cannot read '" + o.model + "'", 4);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string key = ss.str() + "\n" REWIRE_VERSION_STRING;
+  for (const std::string &f : o.compileFlags)
+    key += "\n" + f;
+  // The parameters of an .mlir model live in a file beside it.
+  std::string compiler = toolDir() + "/rewire-compile";
+  struct stat st;
+  if (::stat(compiler.c_str(), &st) == 0)
+    key += "\n" + std::to_string(st.st_mtime);
+  char hash[32];
+  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+  const char *env = std::getenv("REWIRE_CACHE_DIR");
+  const char *home = std::getenv("HOME");
+  std::string root = env && *env ? env
+                     : std::getenv("XDG_CACHE_HOME") ? std::string(std::getenv("XDG_CACHE_HOME")) + "/rewire"
+                                                     : std::string(home ? home : "/tmp") + "/.cache/rewire";
+  std::string dir = root + "/" + hash;
+  std::string artifact = dir + "/model.rwx";
+  bool mlir = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".mlir") == 0;
+  if (::stat(artifact.c_str(), &st) == 0 && !mlir)
+    return artifact;
+  std::string mk = "mkdir -p '" + dir + "'";
+  for (char c : dir)
+    if (c == '\'')
+      die("cache folder '" + dir + "' contains a quote", 4);
+  if (std::system(mk.c_str()) != 0)
+    die("cannot create the cache folder '" + dir + "' (set REWIRE_CACHE_DIR)", 4);
+  std::vector<std::string> args = {compiler, o.model, "-o", artifact};
+  args.insert(args.end(), o.compileFlags.begin(), o.compileFlags.end());
+  std::vector<char *> argvv;
+  for (std::string &a : args)
+    argvv.push_back(a.data());
+  argvv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execv(compiler.c_str(), argvv.data());
+    std::perror("rewire-run: cannot start rewire-compile");
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0)
+    die("compiling '" + o.model + "' failed (rewire-compile exit " +
+            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")", 4);
+  return artifact;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  std::string artifact = o.model;
+  auto endsWith = [&](const char *ext) {
+    size_t n = std::strlen(ext);
+    return o.model.size() >= n && o.model.compare(o.model.size() - n, n, ext) == 0;
+  };
+  if (endsWith(".onnx") || endsWith(".mlir"))
+    artifact = compileCached(o);
+  else if (!o.compileFlags.empty())
+    die("--compile-flag applies to .onnx/.mlir models only", 1);
+
+  std::string error;
+  auto model = Model::load(artifact, error, o.params);
+  if (!model)
+    die(error, 4);
+  if (o.describe) {
+    for (const FunctionInfo &f : model->functions()) {
+      std::cout << "function " << f.name << "\n";
+      for (const TensorInfo &t : f.inputs)
+        std::cout << "  input  " << t.name << ": " << t.typeString() << "\n";
+      for (const TensorInfo &t : f.outputs)
+        std::cout << "  output " << t.name << ": " << t.typeString() << "\n";
+      std::cout << "  parameters: " << f.parameters.size() << "\n";
+    }
+    return 0;
+  }
+  const FunctionInfo *fn = model->function(o.function);
+  if (!fn) {
+    std::string names;
+    for (const FunctionInfo &f : model->functions())
+      names += (names.empty() ? "" : ", ") + f.name;
+    die("the model has no function '" + o.function + "' (it has: " + names + ")", 1);
+  }
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < o.inputs.size(); ++i) {
+    HostTensor t;
+    if (auto err = parseTensor(o.inputs[i], t))
+      die("--input " + std::to_string(i) + ": " + *err, 2);
+    inputs.push_back(std::move(t));
+  }
+  if (auto err = checkInputs(*fn, inputs)) {
+    std::string expected;
+    for (const TensorInfo &t : fn->inputs)
+      expected += " --input=" + t.typeString() + "=...";
+    die(*err + " (expected:" + expected + ")", 2);
+  }
+  std::vector<HostTensor> outputs;
+  if (auto err = model->run(o.function, inputs, outputs))
+    die(*err, 2);
+
+  if (o.benchmark > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < o.benchmark; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      model->run(o.function, inputs, outputs);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                       .count());
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    double mean = 0;
+    for (double v : ms)
+      mean += v / ms.size();
+    std::printf("benchmark: %s median %.3f ms, min %.3f ms, mean %.3f ms over %d runs\n",
+                o.function.c_str(), sorted[sorted.size() / 2], sorted.front(), mean,
+                o.benchmark);
+  }
+
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i < o.outputs.size() && !o.outputs[i].empty()) {
+      if (o.outputs[i][0] != '@')
+        die("--output expects @file.npy, got '" + o.outputs[i] + "'", 1);
+      if (auto err = writeNpy(o.outputs[i].substr(1), outputs[i]))
+        die(*err, 4);
+    }
+    if (o.benchmark == 0 || o.expected.empty()) {
+      std::cout << "result[" << i << "]: ";
+      print(outputs[i], o.printMax, std::cout);
+    }
+  }
+  if (o.outputs.size() > outputs.size())
+    die(std::to_string(o.outputs.size()) + " --output given, '" + o.function + "' has " +
+            std::to_string(outputs.size()) + " outputs", 1);
+
+  if (!o.expected.empty()) {
+    if (o.expected.size() != outputs.size())
+      die(std::to_string(o.expected.size()) + " --expected_output given, '" + o.function +
+              "' has " + std::to_string(outputs.size()) + " outputs", 1);
+    bool ok = true;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      HostTensor want;
+      if (auto err = parseTensor(o.expected[i], want))
+        die("--expected_output " + std::to_string(i) + ": " + *err, 2);
+      if (want.shape != outputs[i].shape) {
+        std::cout << "[FAILED] result[" << i << "]: shape " << outputs[i].typeString()
+                  << " differs from the expected " << want.typeString() << "\n";
+        ok = false;
+        continue;
+      }
+      double maxAbs = 0;
+      int64_t bad = -1, badCount = 0;
+      for (int64_t k = 0; k < want.numel(); ++k) {
+        double g = outputs[i].at(k), w = want.at(k);
+        double diff = std::fabs(g - w);
+        bool nanMismatch = std::isnan(g) != std::isnan(w);
+        if (!std::isnan(diff))
+          maxAbs = std::max(maxAbs, diff);
+        if (nanMismatch || diff > o.atol + o.rtol * std::fabs(w)) {
+          if (bad < 0)
+            bad = k;
+          ++badCount;
+        }
+      }
+      if (bad >= 0) {
+        std::cout << "[FAILED] result[" << i << "]: " << badCount << " of " << want.numel()
+                  << " elements differ beyond atol " << o.atol << " + rtol " << o.rtol
+                  << "; first at index " << bad << ": got " << formatValue(outputs[i], bad)
+                  << ", expected " << formatValue(want, bad) << "; max abs diff " << maxAbs
+                  << "\n";
+        ok = false;
+      } else {
+        std::cout << "result[" << i << "]: max abs diff " << maxAbs << "\n";
+      }
+    }
+    if (!ok)
+      return 3;
+    std::cout << "[SUCCESS] all function outputs matched their expected values.\n";
+  }
+  return 0;
+}
