@@ -32,6 +32,11 @@ config.substitutions.append(("%ort_python", ort_python))
 config.substitutions.append(("%mlir_runner", os.path.join(config.llvm_tools_dir, "mlir-runner")))
 config.substitutions.append(("%mlir_lib_dir", os.path.normpath(os.path.join(config.llvm_tools_dir, "..", "lib"))))
 
+# The runtime's shared library for the Python (ctypes) bindings, and a
+# compile cache private to the test tree for rewire-run's .onnx/.mlir path.
+config.environment["REWIRE_LIB_DIR"] = os.path.join(config.rewire_obj_root, "lib")
+config.environment["REWIRE_CACHE_DIR"] = os.path.join(config.rewire_obj_root, "test", "compile-cache")
+
 # Our tools first, then LLVM's (FileCheck, not, count).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.rewire_tools_dir, append_path=True)
@@ -39,7 +44,9 @@ llvm_config.add_tool_substitutions(
     [ToolSubst("rewire-opt", unresolved="fatal"),
      ToolSubst("rewire-import", unresolved="fatal"),
      ToolSubst("rewire-export", unresolved="fatal"),
-     ToolSubst("rewire-report", unresolved="fatal")],
+     ToolSubst("rewire-report", unresolved="fatal"),
+     ToolSubst("rewire-compile", unresolved="fatal"),
+     ToolSubst("rewire-run", unresolved="fatal")],
     [config.rewire_tools_dir])
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "utils"))

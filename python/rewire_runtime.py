@@ -1,0 +1,131 @@
+"""ctypes bindings of the Rewire runtime's C API (include/rewire/Runtime/rewire_runtime.h).
+
+    import rewire_runtime as rr
+    model = rr.Model("gpt.rwx")                 # parameters: the file the artifact names
+    (logits,) = model.run("forward", ids)       # NumPy in, NumPy out; shapes/dtypes checked
+
+The shared library is found in $REWIRE_LIB_DIR or build/lib of this checkout.
+"""
+import ctypes
+import os
+
+import numpy as np
+
+_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
+           "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
+_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+class RewireError(RuntimeError):
+    pass
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_char_p), ("rank", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
+
+
+def _library():
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = os.environ.get("REWIRE_LIB_DIR") or os.path.join(here, "..", "build", "lib")
+    lib = ctypes.CDLL(os.path.join(folder, "librewire_runtime.so"))
+    lib.rewire_last_error.restype = ctypes.c_char_p
+    lib.rewire_model_load.restype = ctypes.c_void_p
+    lib.rewire_model_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    lib.rewire_model_free.argtypes = [ctypes.c_void_p]
+    for name in ("rewire_function_count",):
+        getattr(lib, name).argtypes = [ctypes.c_void_p]
+    lib.rewire_function_name.restype = ctypes.c_char_p
+    lib.rewire_function_name.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    lib.rewire_function_find.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    for name in ("rewire_function_num_inputs", "rewire_function_num_outputs"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    for name in ("rewire_function_input", "rewire_function_output"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                       ctypes.POINTER(_Tensor)]
+    lib.rewire_model_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                     ctypes.POINTER(_Tensor), ctypes.c_int32,
+                                     ctypes.POINTER(_Tensor)]
+    return lib
+
+
+_lib = None
+
+
+def _get():
+    global _lib
+    if _lib is None:
+        _lib = _library()
+    return _lib
+
+
+def last_error():
+    return _get().rewire_last_error().decode()
+
+
+class Model:
+    def __init__(self, artifact, parameters=None):
+        lib = _get()
+        self._lib = lib
+        self._handle = lib.rewire_model_load(artifact.encode(),
+                                             parameters.encode() if parameters else None)
+        if not self._handle:
+            raise RewireError(last_error())
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            self._lib.rewire_model_free(self._handle)
+            self._handle = None
+
+    def functions(self):
+        n = self._lib.rewire_function_count(self._handle)
+        return [self._lib.rewire_function_name(self._handle, i).decode() for i in range(n)]
+
+    def _index(self, name):
+        i = self._lib.rewire_function_find(self._handle, name.encode())
+        if i < 0:
+            raise RewireError(last_error())
+        return i
+
+    def _specs(self, f, getter, count):
+        out = []
+        for i in range(count(self._handle, f)):
+            t = _Tensor()
+            if getter(self._handle, f, i, ctypes.byref(t)) != 0:
+                raise RewireError(last_error())
+            out.append((t.dtype.decode(), tuple(t.shape[k] for k in range(t.rank))))
+        return out
+
+    def signature(self, name="forward"):
+        """([(dtype, shape)] of inputs, [(dtype, shape)] of outputs)."""
+        f = self._index(name)
+        return (self._specs(f, self._lib.rewire_function_input, self._lib.rewire_function_num_inputs),
+                self._specs(f, self._lib.rewire_function_output, self._lib.rewire_function_num_outputs))
+
+    def run(self, name, *inputs, outputs=None):
+        """Runs `name`; inputs are NumPy arrays (made contiguous, never cast).
+        Returns the outputs (new arrays, or `outputs` filled in place)."""
+        f = self._index(name)
+        _, outs = self.signature(name)
+        if outputs is None:
+            outputs = [np.empty(shape, _DTYPES[dt]) for dt, shape in outs]
+        keep = []
+
+        def describe(a):
+            a = np.ascontiguousarray(a)
+            keep.append(a)
+            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            keep.append(shape)
+            dtype = _NAMES.get(a.dtype)
+            if dtype is None:
+                raise RewireError("unsupported dtype %s" % a.dtype)
+            return _Tensor(dtype.encode(), a.ndim, shape, a.ctypes.data)
+
+        ins = (_Tensor * max(len(inputs), 1))(*[describe(a) for a in inputs])
+        for o in outputs:
+            if not o.flags.c_contiguous:
+                raise RewireError("outputs must be C-contiguous")
+        outv = (_Tensor * max(len(outputs), 1))(*[describe(o) for o in outputs])
+        if self._lib.rewire_model_run(self._handle, f, len(inputs), ins, len(outputs), outv) != 0:
+            raise RewireError(last_error())
+        return outputs
