@@ -1,13 +1,16 @@
 /*===- Kernels.c - CPU kernels linked into every artifact -------------------===
  *
  * Functions generated code calls: `rewire_sgemm` (rewire-linalg-to-blas) on
- * OpenBLAS, and `memrefCopy` (the strided memref.copy of MLIR's LLVM
- * lowering; same ABI as MLIR's C runner utils, which artifacts do not link).
+ * OpenBLAS, `memrefCopy` (the strided memref.copy of MLIR's LLVM lowering;
+ * same ABI as MLIR's C runner utils, which artifacts do not link), and the
+ * allocator generated code calls for temporaries (`_mlir_memref_to_llvm_*`,
+ * finalize-memref-to-llvm{use-generic-functions}).
  * Plain C: an artifact needs no C++ runtime.
  *
  *===----------------------------------------------------------------------===*/
 #include <cblas.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Row-major C[M,N] = A[M,K] * B[K,N] + beta * C, with A/B transposed when
@@ -69,4 +72,59 @@ void memrefCopy(int64_t elemSize, struct UnrankedMemRef *src, struct UnrankedMem
       return;
   copyDim(elemSize, rank, 0, sizes, srcStrides, dstStrides,
           s->aligned + s->offset * elemSize, d->aligned + d->offset * elemSize);
+}
+
+/* Temporaries: every call of an entry point allocates the same sizes in the
+ * same order, so freed blocks are kept per thread and handed out again for
+ * the same size instead of going back to the system (large glibc blocks are
+ * mmap'd and page-faulted afresh on every call otherwise). Each block has a
+ * 64-byte header holding its size; data is 64-byte aligned. */
+enum { kHeader = 64, kCacheSlots = 256 };
+static const size_t kCacheBytes = (size_t)2 << 30;
+struct Block {
+  size_t size;
+  char *base;
+};
+static __thread struct Block cache[kCacheSlots];
+static __thread int cached;
+static __thread size_t cachedBytes;
+
+void *_mlir_memref_to_llvm_alloc(size_t size) {
+  for (int i = cached - 1; i >= 0; --i) {
+    if (cache[i].size == size) {
+      char *base = cache[i].base;
+      cache[i] = cache[--cached];
+      cachedBytes -= size;
+      return base + kHeader;
+    }
+  }
+  size_t total = size + kHeader;
+  total = (total + 63) / 64 * 64;
+  char *base = (char *)aligned_alloc(64, total);
+  if (!base)
+    return NULL;
+  memcpy(base, &size, sizeof(size));
+  return base + kHeader;
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+  /* Blocks are 64-byte aligned; larger alignments are not generated. */
+  (void)alignment;
+  return _mlir_memref_to_llvm_alloc(size);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (!ptr)
+    return;
+  char *base = (char *)ptr - kHeader;
+  size_t size;
+  memcpy(&size, base, sizeof(size));
+  if (cached < kCacheSlots && cachedBytes + size <= kCacheBytes) {
+    cache[cached].size = size;
+    cache[cached].base = base;
+    ++cached;
+    cachedBytes += size;
+    return;
+  }
+  free(base);
 }

@@ -116,6 +116,8 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
                          "convert-residual-to-linalg,canonicalize,cse";
   if (options.optLevel > 0)
     pipeline += ",rewire-fuse-elementwise,canonicalize,cse";
+  if (options.optLevel > 1 && !options.preciseMath)
+    pipeline += ",rewire-math-approximation";
   pipeline += ")";
   // Record the signatures between the two steps: parameters are arguments
   // now, and the tensor types are still visible.
@@ -178,7 +180,7 @@ LogicalResult rewire::compiler::lowerToLLVMDialect(ModuleOp module,
   if (options.blas)
     pipeline += "rewire-linalg-to-blas,";
   pipeline += "canonicalize,func.func(convert-linalg-to-loops,convert-scf-to-cf),"
-              "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+              "expand-strided-metadata,lower-affine,finalize-memref-to-llvm{use-generic-functions},"
               "convert-math-to-llvm,convert-math-to-libm,"
               "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-to-llvm,"
               "reconcile-unrealized-casts";

@@ -71,6 +71,10 @@ static cl::opt<std::string> cpu("cpu", cl::desc("Target CPU: native (default), g
                                 cl::init("native"), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Generate GEMM loops instead of calling BLAS"),
                             cl::cat(category));
+static cl::opt<bool> preciseMath(
+    "precise-math",
+    cl::desc("Call libm for exp/tanh/erf instead of vectorizable polynomial approximations"),
+    cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parameters"),
                               cl::init(0), cl::cat(category));
 static cl::list<std::string> dims("dim", cl::desc("Size of a symbolic ONNX dimension"),
@@ -123,6 +127,7 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.cpu = cpu;
   options.blas = !noBlas;
+  options.preciseMath = preciseMath;
   options.seed = seed;
 
   std::string output = outputPath;

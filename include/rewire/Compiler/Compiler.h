@@ -44,6 +44,9 @@ struct CompileOptions {
   std::string cpu = "native";
   /// Call the runtime's BLAS for GEMMs (else generated loops).
   bool blas = true;
+  /// Call libm for exp/tanh/erf/... instead of vectorizable polynomial
+  /// approximations (which -O2 and above use otherwise).
+  bool preciseMath = false;
   /// Seed for parameters initialized by rule (#nn.init).
   uint64_t seed = 0;
 };

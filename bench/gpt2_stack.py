@@ -1,0 +1,157 @@
+"""Forward latency of a GPT-2-small-shaped block stack (d=768, 12 heads, FFN
+3072, pre-LN, tanh-GELU) on the CPU: Rewire (rewire-compile + the runtime's
+C API, in process) against ONNX Runtime and PyTorch eager on the same
+machine, in the same run, same threads; plus the overhead of each residual
+form over the plain model (forms at their identity/paper init).
+
+    bench/gpt2_stack.py [--layers 12] [--batch 1] [--seq 512] [--runs 10]
+                        [--forms add,ancre,review,...] [--out results.json]
+
+Installs nothing by itself when run from the build (ONNX Runtime comes from
+build/venv, made by scripts/bootstrap.sh; PyTorch is Debian's python3-torch
+or whatever `torch` imports). Run it with build/venv/bin/python. Prints a
+table; --out writes the numbers as JSON for docs/performance.md.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import rewire_runtime  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.d, self.h = d, heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def attn(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        q, k, v = [z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v)]
+        s = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+        s = torch.where(self.mask, s, torch.tensor(float("-inf")))
+        return self.proj((F.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(b, t, d))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.out(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Stack(nn.Module):
+    def __init__(self, layers, d, heads, seq):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(d, heads, seq) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return self.ln_f(x)
+
+
+def timed(fn, runs):
+    fn()
+    fn()
+    ms = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ms)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--d", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--forms", default="add,rezero:init=identity,layerscale:init=identity,"
+                    "review:init=identity,highway:init=identity,nag,ancre,denseformer")
+    ap.add_argument("--out")
+    ap.add_argument("--work", default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
+    work = a.work or tempfile.mkdtemp(prefix="rewire-bench-")
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    model = Stack(a.layers, a.d, a.heads, a.seq).eval()
+    x = torch.randn(a.batch, a.seq, a.d, generator=torch.Generator().manual_seed(1))
+    onnx_path = os.path.join(work, "stack.onnx")
+    torch.onnx.export(model, x, onnx_path, opset_version=17, input_names=["x"], output_names=["y"])
+    xn = x.numpy()
+    flops = a.layers * a.batch * a.seq * (24 * a.d * a.d + 4 * a.seq * a.d)  # GEMMs + attention
+    rows = []
+
+    with torch.no_grad():
+        want = model(x).numpy()
+        t_torch = timed(lambda: model(x), a.runs)
+    rows.append(("PyTorch %s eager" % torch.__version__, t_torch))
+
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = a.threads
+    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    t_ort = timed(lambda: sess.run(None, {"x": xn}), a.runs)
+    rows.append(("ONNX Runtime %s" % ort.__version__, t_ort))
+
+    forms = {}
+    for form in a.forms.split(","):
+        rwx = os.path.join(work, form.replace(":", "_").replace("=", "_") + ".rwx")
+        cmd = [os.path.join(ROOT, "build", "bin", "rewire-compile"), onnx_path, "-o", rwx, "-O3"]
+        if form != "add":
+            cmd.append("--residual=" + form)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True)
+        compile_s = time.perf_counter() - t0
+        m = rewire_runtime.Model(rwx)
+        out = [np.empty_like(want)]
+        t = timed(lambda: m.run("forward", xn, outputs=out), a.runs)
+        err = float(np.abs(out[0] - want).max()) if form in ("add",) or "identity" in form else None
+        forms[form] = {"ms": t, "compile_s": compile_s, "max_abs_err_vs_torch": err}
+    t_rw = forms["add"]["ms"]
+    rows.append(("Rewire (plain residual adds)", t_rw))
+
+    print("GPT-2-small-shaped stack: %d layers, d=%d, batch %d x seq %d, %d threads, %s" % (
+        a.layers, a.d, a.batch, a.seq, a.threads, platform.processor() or platform.machine()))
+    print("%-34s %10s %10s %12s" % ("runtime", "median ms", "GFLOP/s", "vs Rewire"))
+    for name, ms in rows:
+        print("%-34s %10.1f %10.1f %11.2fx" % (name, ms, flops / ms / 1e6, ms / t_rw))
+    print("\nresidual form overhead over plain adds (Rewire):")
+    for form, r in forms.items():
+        print("  %-28s %8.1f ms  %+6.2f%%  compile %.1f s%s" % (
+            form, r["ms"], 100 * (r["ms"] / t_rw - 1), r["compile_s"],
+            "" if r["max_abs_err_vs_torch"] is None else "  max|err| vs torch %.1e" % r["max_abs_err_vs_torch"]))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor(),
+                       "threads": a.threads, "layers": a.layers, "batch": a.batch, "seq": a.seq,
+                       "torch_ms": t_torch, "ort_ms": t_ort, "rewire_ms": t_rw, "forms": forms,
+                       "gflop": flops / 1e9}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
