@@ -312,19 +312,21 @@ struct MixLowering : OpConversionPattern<residual::MixOp> {
       inputs.push_back(s);
       maps.push_back(id);
     }
-    for (int64_t j = 0; j < (softmax ? k : k + 1); ++j) {
-      inputs.push_back(p);
-      maps.push_back(AffineMap::get(rank, 0, {getAffineConstantExpr(j, ctx)}, ctx));
-    }
+    // The weights are loop-invariant scalars: read them once, outside the
+    // loop nest, so the body is a plain multiply-add over k + 1 streams.
+    SmallVector<Value> w;
+    for (int64_t j = 0; j < (softmax ? k : k + 1); ++j)
+      w.push_back(tensor::ExtractOp::create(rewriter, loc, p,
+                                            ValueRange{arith::ConstantIndexOp::create(rewriter, loc, j)}));
+    (void)ctx;
     rewriter.replaceOp(
         op, elementwise(rewriter, loc, a.getY(), inputs, maps,
                         [&](OpBuilder &b, Location l, ValueRange v) -> Value {
                           Value acc = softmax ? v[0]
-                                              : arith::MulFOp::create(b, l, v[0], v[1 + 2 * k])
-                                                    .getResult();
+                                              : arith::MulFOp::create(b, l, v[0], w[k]).getResult();
                           for (int64_t j = 0; j < k; ++j)
                             acc = arith::AddFOp::create(
-                                b, l, acc, arith::MulFOp::create(b, l, v[1 + j], v[1 + k + j]));
+                                b, l, acc, arith::MulFOp::create(b, l, v[1 + j], w[j]));
                           return acc;
                         }));
     return success();
