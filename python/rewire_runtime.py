@@ -11,9 +11,11 @@ import os
 
 import numpy as np
 
-_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
-           "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
-_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+# bf16 has no NumPy type: its tensors are exchanged as raw uint16 bits.
+_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.uint16,
+           "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8,
+           "i1": np.bool_}
+_NAMES = {np.dtype(v): k for k, v in _DTYPES.items() if k != "bf16"}
 
 
 class RewireError(RuntimeError):

@@ -56,6 +56,10 @@ LogicalResult specOf(Operation *where, Type type, std::string name, StringRef ro
                               << "; entry points take and return statically shaped tensors of "
                                  "f32/f64/f16/bf16/i64/i32/i16/i8/i1 (bind symbolic sizes "
                                  "with --dim NAME=SIZE)";
+  if (tensor.getNumElements() == 0)
+    return where->emitError() << "rewire-compile: " << role << " '" << name << "' has type "
+                              << type << " with no elements; entry points with empty "
+                              << "tensors are not supported";
   spec.name = std::move(name);
   spec.dtype = *dtype;
   spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());

@@ -45,9 +45,12 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
     gather (with ONNX negative indices), split, where, gemm, batch_norm,
     2-D convolution (group 1; `linalg.conv_2d_nchw_fchw` on a `tensor.pad`),
     max pooling (`linalg.pooling_nchw_max`) and global average pooling are
-    lowered too. Static shapes only for now. Not lowered yet (reported by
-    name, never left behind silently): slice, concat, (un)squeeze, cast,
-    grouped convolution, attention.
+    lowered too, and so are slice (extract_slice; negative steps as a
+    gather), concat (insert_slice chain), squeeze/unsqueeze (reshape) and cast
+    (ONNX semantics: nonzero is true, float to int truncates). Elementwise
+    add/sub/mul/div also take signless integers. Static shapes only. Not
+    lowered yet (reported by name, never left behind silently): grouped
+    convolution, attention.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

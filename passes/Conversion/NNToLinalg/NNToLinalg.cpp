@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/Passes.h"
 #include "passes/Conversion/LinalgBuilders.h"
+#include "passes/Conversion/NNToLinalg/NNToLinalgPatterns.h"
 
 #include "dialects/nn/NNOps.h"
 
@@ -94,14 +95,26 @@ struct Binary : OpConversionPattern<OpTy> {
   matchAndRewrite(OpTy op, typename OpTy::Adaptor a,
                   ConversionPatternRewriter &rw) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    if (!type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
-      return rw.notifyMatchFailure(op, "static float tensors only");
+    bool isInt = type.getElementType().isSignlessInteger() &&
+                 !type.getElementType().isInteger(1) && !std::is_same_v<OpTy, nn::PowOp>;
+    if (!type.hasStaticShape() || (!isa<FloatType>(type.getElementType()) && !isInt))
+      return rw.notifyMatchFailure(op, "static float or integer tensors only");
     MLIRContext *ctx = op.getContext();
     auto lt = cast<RankedTensorType>(a.getLhs().getType());
     auto rt = cast<RankedTensorType>(a.getRhs().getType());
     rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getLhs(), a.getRhs()},
                              {broadcastMap(ctx, lt, type), broadcastMap(ctx, rt, type)},
-                             [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               if (isInt) {
+                                 if constexpr (std::is_same_v<OpTy, nn::AddOp>)
+                                   return arith::AddIOp::create(b, l, v[0], v[1]);
+                                 else if constexpr (std::is_same_v<OpTy, nn::SubOp>)
+                                   return arith::SubIOp::create(b, l, v[0], v[1]);
+                                 else if constexpr (std::is_same_v<OpTy, nn::MulOp>)
+                                   return arith::MulIOp::create(b, l, v[0], v[1]);
+                                 else
+                                   return arith::DivSIOp::create(b, l, v[0], v[1]);
+                               }
                                if constexpr (std::is_same_v<OpTy, nn::AddOp>)
                                  return arith::AddFOp::create(b, l, v[0], v[1]);
                                else if constexpr (std::is_same_v<OpTy, nn::SubOp>)
@@ -331,8 +344,9 @@ struct NormLowering : OpConversionPattern<OpTy> {
   }
 };
 
-/// tensor.reshape of `x` to the static `type`.
-Value reshapeStatic(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
+} // namespace
+
+Value rewire::reshapeStatic(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
   SmallVector<APInt> shape;
   for (int64_t d : type.getShape())
     shape.push_back(APInt(64, d));
@@ -341,6 +355,8 @@ Value reshapeStatic(OpBuilder &b, Location loc, Value x, RankedTensorType type) 
       DenseIntElementsAttr::get(RankedTensorType::get({type.getRank()}, b.getIndexType()), shape));
   return tensor::ReshapeOp::create(b, loc, type, x, s);
 }
+
+namespace {
 
 template <typename OpTy>
 struct ReduceLowering : OpConversionPattern<OpTy> {
@@ -483,7 +499,7 @@ struct SplitLowering : OpConversionPattern<nn::SplitOp> {
       SmallVector<OpFoldResult> offs(rank, rw.getIndexAttr(0)), sizes, strides(rank, rw.getIndexAttr(1));
       for (int64_t d = 0; d < rank; ++d)
         sizes.push_back(rw.getIndexAttr(d == axis ? size : in.getDimSize(d)));
-      offs[axis] = rw.getIndexAttr(offset);
+      offs[axis] = rw.getIndexAttr(size == 0 ? 0 : offset);
       parts.push_back(tensor::ExtractSliceOp::create(
           rw, op.getLoc(), cast<RankedTensorType>(result.getType()), a.getX(), offs, sizes, strides));
       offset += size;
@@ -723,6 +739,7 @@ struct ConvertNNToLinalgPass
                  GatherLowering, SplitLowering, WhereLowering, ConvLowering,
                  MaxPoolLowering, GlobalAveragePoolLowering, BatchNormLowering,
                  GemmLowering>(ctx);
+    populateNNDataMovementLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -1,0 +1,24 @@
+//===- NNToLinalgPatterns.h - Pattern groups of convert-nn-to-linalg -*- C++ -*-===//
+//
+// convert-nn-to-linalg is split by concern: math and normalization in
+// NNToLinalg.cpp, data movement in DataMovement.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_CONVERSION_NNTOLINALG_PATTERNS_H
+#define REWIRE_PASSES_CONVERSION_NNTOLINALG_PATTERNS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace rewire {
+
+/// tensor.reshape of `x` to the static `type`.
+mlir::Value reshapeStatic(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                          mlir::RankedTensorType type);
+
+/// slice, concat, squeeze, unsqueeze, cast.
+void populateNNDataMovementLowerings(mlir::RewritePatternSet &patterns);
+
+} // namespace rewire
+
+#endif // REWIRE_PASSES_CONVERSION_NNTOLINALG_PATTERNS_H

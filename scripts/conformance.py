@@ -1,0 +1,213 @@
+"""ONNX backend node tests (Debian's libonnx-testdata) through Rewire: for
+every test whose single node is an op Rewire imports, compile the model with
+rewire-compile, run each test_data_set_* with the runtime (C API), compare
+with the expected outputs, and write a table (op, tests, passed, failed,
+why) to docs/conformance.md. Ops Rewire does not import are counted, not
+hidden.
+
+    scripts/conformance.py [--out docs/conformance.md] [--limit-per-op N]
+                           [--ops Add,MatMul] [--jobs 2]
+
+Rewire compiles static shapes, so the integer inputs that carry shapes in
+these tests (Reshape's shape; Slice's starts/ends/axes/steps; the axes of
+Squeeze, Unsqueeze, ReduceSum, ReduceMean; Split's sizes) are folded into
+initializers from test_data_set_0 before compiling, as an exporter with
+static shapes would have written them. The table says so per op.
+
+Tolerance: |got - want| <= 1e-5 + 1e-4 |want| (fp32; the compiled code uses
+polynomial approximations of exp/tanh/erf at -O2). Exit code 0 unless the
+harness itself fails; failures are data, reported in the table.
+"""
+import argparse
+import collections
+import concurrent.futures
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+os.environ.setdefault("REWIRE_LIB_DIR", os.path.join(ROOT, "build", "lib"))
+import rewire_runtime  # noqa: E402
+
+DATA = "/usr/share/libonnx-testdata/data/node"
+IMPORTED = ("Add BatchNormalization Cast Concat Conv Div Dropout Erf Exp Flatten Gather Gelu Gemm "
+            "GlobalAveragePool Identity LayerNormalization MatMul MaxPool Mul Neg Pow ReduceMean "
+            "ReduceSum Relu Reshape Shape Sigmoid Slice Softmax Split Sqrt Squeeze Sub Tanh "
+            "Transpose Unsqueeze Where").split()
+
+
+def load_tensor(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+# (op, input index) pairs that carry shapes: folded into initializers.
+SHAPE_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1},
+                "ReduceSum": {1}, "ReduceMean": {1}, "Split": {1}}
+
+
+def freeze_shape_inputs(test_dir, model, work):
+    """The model path to compile: the original, or a copy with shape inputs
+    turned into initializers. Returns (path, number of inputs folded)."""
+    node = model.graph.node[0]
+    positions = SHAPE_INPUTS.get(node.op_type, set())
+    names = [n for i, n in enumerate(node.input) if i in positions and n]
+    graph_inputs = [i.name for i in model.graph.input]
+    fold = [n for n in names if n in graph_inputs]
+    if not fold:
+        return os.path.join(test_dir, "model.onnx"), 0
+    data = sorted(glob.glob(os.path.join(test_dir, "test_data_set_0", "input_*.pb")))
+    values = {graph_inputs[i]: load_tensor(p) for i, p in enumerate(data) if i < len(graph_inputs)}
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for n in fold:
+        if n not in values:
+            return os.path.join(test_dir, "model.onnx"), 0
+        m.graph.initializer.append(numpy_helper.from_array(values[n], n))
+    keep = [i for i in m.graph.input if i.name not in fold]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    path = os.path.join(work, os.path.basename(test_dir) + ".onnx")
+    onnx.save(m, path)
+    return path, len(fold)
+
+
+def first_line(text):
+    for line in text.splitlines():
+        if "error:" in line:
+            return line.split("error:", 1)[1].strip()[:160]
+    return (text.strip().splitlines() or ["(no message)"])[-1][:160]
+
+
+def run_test(test_dir, work):
+    """Returns (op, status, why) with status pass|fail."""
+    try:
+        return run_test_unchecked(test_dir, work)
+    except Exception as e:  # noqa: BLE001 - a harness failure is a result too
+        return "(harness)", "fail", "harness: %s: %s" % (type(e).__name__, e)
+
+
+def run_test_unchecked(test_dir, work):
+    model = onnx.load(os.path.join(test_dir, "model.onnx"))
+    op = model.graph.node[0].op_type if len(model.graph.node) == 1 else "(%d nodes)" % len(model.graph.node)
+    name = os.path.basename(test_dir)
+    artifact = os.path.join(work, name + ".rwx")
+    model_path, folded = freeze_shape_inputs(test_dir, model, work)
+    r = subprocess.run([os.path.join(ROOT, "build", "bin", "rewire-compile"),
+                        model_path, "-o", artifact],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        stage = {2: "import: invalid", 3: "unsupported", 4: "I/O", 5: "codegen"}.get(r.returncode, "exit %d" % r.returncode)
+        return op, "fail", "%s: %s" % (stage, first_line(r.stderr))
+    try:
+        m = rewire_runtime.Model(artifact)
+    except rewire_runtime.RewireError as e:
+        return op, "fail", "load: %s" % e
+    ins, outs = m.signature("forward")
+    for ds in sorted(glob.glob(os.path.join(test_dir, "test_data_set_*"))):
+        inputs = [load_tensor(p) for p in sorted(glob.glob(os.path.join(ds, "input_*.pb")))]
+        if folded:
+            kept = {i.name for i in onnx.load(model_path).graph.input}
+            inputs = [x for x, gi in zip(inputs, model.graph.input) if gi.name in kept]
+        wants = [load_tensor(p) for p in sorted(glob.glob(os.path.join(ds, "output_*.pb")))]
+        # Initializer inputs are parameters, not runtime inputs.
+        inputs = inputs[:len(ins)] if len(inputs) > len(ins) else inputs
+        try:
+            got = m.run("forward", *inputs)
+        except rewire_runtime.RewireError as e:
+            return op, "fail", "run: %s" % e
+        if len(got) != len(wants):
+            return op, "fail", "%d outputs, expected %d" % (len(got), len(wants))
+        for g, w in zip(got, wants):
+            if g.shape != w.shape:
+                return op, "fail", "output shape %s, expected %s" % (g.shape, w.shape)
+            if w.dtype.kind in "fc":
+                g64, w64 = g.astype(np.float64), w.astype(np.float64)
+                bad = ~((np.abs(g64 - w64) <= 1e-5 + 1e-4 * np.abs(w64)) | (np.isnan(g64) & np.isnan(w64)))
+                if bad.any():
+                    return op, "fail", "values differ (max abs %.2e)" % np.nanmax(np.abs(g64 - w64))
+            elif not np.array_equal(g, w):
+                return op, "fail", "values differ"
+    return op, "pass", ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "conformance.md"))
+    ap.add_argument("--limit-per-op", type=int, default=0)
+    ap.add_argument("--ops", default="")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    wanted = set(a.ops.split(",")) if a.ops else None
+    tests, unsupported = [], collections.Counter()
+    per_op = collections.Counter()
+    for d in sorted(glob.glob(os.path.join(DATA, "test_*"))):
+        try:
+            model = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
+        except Exception:  # noqa: BLE001 - a corrupt test model is counted
+            unsupported["(unreadable model)"] += 1
+            continue
+        ops = {n.op_type for n in model.graph.node}
+        op = model.graph.node[0].op_type if len(model.graph.node) == 1 else None
+        if op is None or op not in IMPORTED:
+            if not wanted:
+                for o in ops:
+                    if o not in IMPORTED:
+                        unsupported[o] += 1
+                        break
+                else:
+                    unsupported["(multi-node, expanded)"] += 1
+            continue
+        if wanted and op not in wanted:
+            continue
+        if a.limit_per_op and per_op[op] >= a.limit_per_op:
+            continue
+        per_op[op] += 1
+        tests.append(d)
+    work = tempfile.mkdtemp(prefix="rewire-conformance-")
+    results = collections.defaultdict(list)
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        for d, (op, status, why) in zip(tests, pool.map(lambda t: run_test(t, work), tests)):
+            results[op].append((os.path.basename(d), status, why))
+    total_pass = sum(s == "pass" for rs in results.values() for _, s, _ in rs)
+    total = sum(len(rs) for rs in results.values())
+    lines = ["# ONNX backend node-test conformance", "",
+             "Generated by `scripts/conformance.py` from Debian's `libonnx-testdata` "
+             "(%d node tests). Each test's model is compiled with `rewire-compile` and every "
+             "`test_data_set_*` is run by the runtime; outputs must match to "
+             "|got - want| <= 1e-5 + 1e-4 |want|." % len(glob.glob(os.path.join(DATA, "test_*"))), "",
+             "**Ops Rewire imports: %d of %d tests pass.**" % (total_pass, total), "",
+             "| op | tests | passed | failed | why (first failures) |", "|---|---|---|---|---|"]
+    for op in sorted(results):
+        rs = results[op]
+        p = sum(s == "pass" for _, s, _ in rs)
+        whys = collections.Counter(w for _, s, w in rs if s != "pass")
+        why = "; ".join("%s (%d)" % (w.replace("|", "/"), n) for w, n in whys.most_common(3))
+        lines.append("| %s | %d | %d | %d | %s |" % (op, len(rs), p, len(rs) - p, why))
+    if unsupported:
+        lines += ["", "## Tests of ops Rewire does not import", "",
+                  "Counted by the first unsupported op of each test model (%d tests):" % sum(unsupported.values()), "",
+                  "| op | tests |", "|---|---|"]
+        for op, n in sorted(unsupported.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append("| %s | %d |" % (op, n))
+    text = "\n".join(lines) + "\n"
+    if a.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(a.out, "w") as f:
+            f.write(text)
+    print("conformance: %d of %d tests of imported ops pass (%d ops); table in %s" % (
+        total_pass, total, len(results), a.out))
+
+
+if __name__ == "__main__":
+    main()
