@@ -68,15 +68,20 @@ class Stack(nn.Module):
         return self.ln_f(x)
 
 
-def timed(fn, runs):
-    fn()
-    fn()
-    ms = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ms.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ms)
+def round_robin(fns, rounds):
+    """Times every callable once per round, in turn, for `rounds` rounds after
+    two warm-up rounds, so slow drift of a shared machine hits all alike.
+    Returns {name: (median ms, min ms)}."""
+    for _ in range(2):
+        for fn in fns.values():
+            fn()
+    ms = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            ms[k].append((time.perf_counter() - t0) * 1e3)
+    return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
 
 
 def main():
@@ -104,21 +109,15 @@ def main():
     torch.onnx.export(model, x, onnx_path, opset_version=17, input_names=["x"], output_names=["y"])
     xn = x.numpy()
     flops = a.layers * a.batch * a.seq * (24 * a.d * a.d + 4 * a.seq * a.d)  # GEMMs + attention
-    rows = []
-
     with torch.no_grad():
         want = model(x).numpy()
-        t_torch = timed(lambda: model(x), a.runs)
-    rows.append(("PyTorch %s eager" % torch.__version__, t_torch))
 
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
     sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
-    t_ort = timed(lambda: sess.run(None, {"x": xn}), a.runs)
-    rows.append(("ONNX Runtime %s" % ort.__version__, t_ort))
 
-    forms = {}
+    forms, models = {}, {}
     for form in a.forms.split(","):
         rwx = os.path.join(work, form.replace(":", "_").replace("=", "_") + ".rwx")
         cmd = [os.path.join(ROOT, "build", "bin", "rewire-compile"), onnx_path, "-o", rwx, "-O3"]
@@ -126,31 +125,43 @@ def main():
             cmd.append("--residual=" + form)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True)
-        compile_s = time.perf_counter() - t0
         m = rewire_runtime.Model(rwx)
         out = [np.empty_like(want)]
-        t = timed(lambda: m.run("forward", xn, outputs=out), a.runs)
-        err = float(np.abs(out[0] - want).max()) if form in ("add",) or "identity" in form else None
-        forms[form] = {"ms": t, "compile_s": compile_s, "max_abs_err_vs_torch": err}
-    t_rw = forms["add"]["ms"]
-    rows.append(("Rewire (plain residual adds)", t_rw))
+        m.run("forward", xn, outputs=out)
+        err = float(np.abs(out[0] - want).max()) if form == "add" or "identity" in form else None
+        forms[form] = {"compile_s": time.perf_counter() - t0, "max_abs_err_vs_torch": err}
+        models[form] = (m, out)
 
-    print("GPT-2-small-shaped stack: %d layers, d=%d, batch %d x seq %d, %d threads, %s" % (
-        a.layers, a.d, a.batch, a.seq, a.threads, platform.processor() or platform.machine()))
-    print("%-34s %10s %10s %12s" % ("runtime", "median ms", "GFLOP/s", "vs Rewire"))
-    for name, ms in rows:
-        print("%-34s %10.1f %10.1f %11.2fx" % (name, ms, flops / ms / 1e6, ms / t_rw))
-    print("\nresidual form overhead over plain adds (Rewire):")
+    def torch_run():
+        with torch.no_grad():
+            model(x)
+
+    fns = {"torch": torch_run, "ort": lambda: sess.run(None, {"x": xn})}
+    for form, (m, out) in models.items():
+        fns[form] = (lambda m=m, out=out: m.run("forward", xn, outputs=out))
+    t = round_robin(fns, a.runs)
+    t_rw = t["add"][0]
+    rows = [("PyTorch %s eager" % torch.__version__, t["torch"]),
+            ("ONNX Runtime %s" % ort.__version__, t["ort"]),
+            ("Rewire (plain residual adds)", t["add"])]
+    print("GPT-2-small-shaped stack: %d layers, d=%d, batch %d x seq %d, %d threads, %d rounds" % (
+        a.layers, a.d, a.batch, a.seq, a.threads, a.runs))
+    print("%-34s %10s %10s %10s %12s" % ("runtime", "median ms", "min ms", "GFLOP/s", "vs Rewire"))
+    for name, (med, low) in rows:
+        print("%-34s %10.1f %10.1f %10.1f %11.2fx" % (name, med, low, flops / med / 1e6, med / t_rw))
+    print("\nresidual form overhead over plain adds (Rewire, medians; min-based in brackets):")
     for form, r in forms.items():
-        print("  %-28s %8.1f ms  %+6.2f%%  compile %.1f s%s" % (
-            form, r["ms"], 100 * (r["ms"] / t_rw - 1), r["compile_s"],
+        r["ms"], r["min_ms"] = t[form]
+        print("  %-28s %8.1f ms  %+6.2f%% [%+6.2f%%]  compile %.1f s%s" % (
+            form, r["ms"], 100 * (r["ms"] / t_rw - 1), 100 * (r["min_ms"] / t["add"][1] - 1),
+            r["compile_s"],
             "" if r["max_abs_err_vs_torch"] is None else "  max|err| vs torch %.1e" % r["max_abs_err_vs_torch"]))
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor(),
                        "threads": a.threads, "layers": a.layers, "batch": a.batch, "seq": a.seq,
-                       "torch_ms": t_torch, "ort_ms": t_ort, "rewire_ms": t_rw, "forms": forms,
-                       "gflop": flops / 1e9}, f, indent=1)
+                       "rounds": a.runs, "torch_ms": t["torch"], "ort_ms": t["ort"],
+                       "rewire_ms": t["add"], "forms": forms, "gflop": flops / 1e9}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,10 @@ std::optional<std::string> rewire::compiler::linkArtifact(const std::string &obj
 
   llvm::SmallVector<llvm::StringRef> args = {
       clang,   "-shared", "-fuse-ld=lld", "-Wl,--no-undefined", "-Wl,-z,now", "-o",
-      out.path, obj.path, kernels,       "-lopenblas",         "-lm"};
+      out.path, obj.path, kernels,       "-lopenblas",         "-lm",
+      // OpenMP (parallel loops) from LLVM's own libomp, found at run time too.
+      // Only artifacts with parallel loops need it (--as-needed).
+      "-L" REWIRE_LLVM_LIB_DIR, "-Wl,-rpath," REWIRE_LLVM_LIB_DIR, "-Wl,--as-needed", "-lomp"};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(), log.path.str()};
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(clang, args, std::nullopt, redirects, 0, 0, &error);

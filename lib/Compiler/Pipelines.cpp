@@ -183,10 +183,17 @@ LogicalResult rewire::compiler::lowerToLLVMDialect(ModuleOp module,
       "buffer-deallocation-pipeline,convert-bufferization-to-memref,";
   if (options.blas)
     pipeline += "rewire-linalg-to-blas,";
-  pipeline += "canonicalize,func.func(convert-linalg-to-loops,convert-scf-to-cf),"
-              "expand-strided-metadata,lower-affine,finalize-memref-to-llvm{use-generic-functions},"
-              "convert-math-to-llvm,convert-math-to-libm,"
-              "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-to-llvm,"
-              "reconcile-unrealized-casts";
+  // Parallel loop dimensions become OpenMP work-sharing loops (threads > 1);
+  // the alloca scopes scf-to-openmp creates must be lowered (by
+  // finalize-memref-to-llvm) before scf-to-cf splits their regions.
+  if (options.threads != 1)
+    pipeline += "canonicalize,func.func(convert-linalg-to-parallel-loops),convert-scf-to-openmp{num-threads=" +
+                std::to_string(options.threads) + "},";
+  else
+    pipeline += "canonicalize,func.func(convert-linalg-to-loops),";
+  pipeline += "expand-strided-metadata,lower-affine,finalize-memref-to-llvm{use-generic-functions},"
+              "func.func(convert-scf-to-cf),convert-math-to-llvm,convert-math-to-libm,"
+              "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-openmp-to-llvm,"
+              "convert-to-llvm,reconcile-unrealized-casts";
   return runPipeline(module, pipeline, "LLVM");
 }

@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -57,7 +58,8 @@ void rewire::registerRewireDialects(mlir::DialectRegistry &registry) {
                   mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
                   mlir::NVVM::NVVMDialect, mlir::linalg::LinalgDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::ml_program::MLProgramDialect, mlir::scf::SCFDialect,
+                  mlir::ml_program::MLProgramDialect, mlir::omp::OpenMPDialect,
+                  mlir::scf::SCFDialect,
                   mlir::tensor::TensorDialect, mlir::vector::VectorDialect>();
   // Inliner, to-LLVM and transform-dialect extensions of upstream dialects.
   mlir::registerAllExtensions(registry);
@@ -111,6 +113,9 @@ void rewire::registerRewirePasses() {
   mlir::registerConvertControlFlowToLLVMPass();
   mlir::registerConvertIndexToLLVMPass();
   mlir::registerReconcileUnrealizedCastsPass();
+  // Parallel loops of the CPU pipeline become OpenMP regions.
+  mlir::registerConvertSCFToOpenMPPass();
+  mlir::registerConvertOpenMPToLLVMPass();
   mlir::registerConvertGpuOpsToNVVMOps();
   mlir::registerConvertNVVMToLLVMPass();
   mlir::registerGpuToLLVMConversionPass();

@@ -75,6 +75,11 @@ static cl::opt<bool> preciseMath(
     "precise-math",
     cl::desc("Call libm for exp/tanh/erf instead of vectorizable polynomial approximations"),
     cl::cat(category));
+static cl::opt<unsigned> threads(
+    "loop-threads",
+    cl::desc("Threads for the generated (non-GEMM) loops through OpenMP: 1 = sequential (default; "
+             "faster here, see docs/performance.md), 0 = all cores, N = N"),
+    cl::init(1), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parameters"),
                               cl::init(0), cl::cat(category));
 static cl::list<std::string> dims("dim", cl::desc("Size of a symbolic ONNX dimension"),
@@ -128,6 +133,7 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   options.blas = !noBlas;
   options.preciseMath = preciseMath;
+  options.threads = threads;
   options.seed = seed;
 
   std::string output = outputPath;

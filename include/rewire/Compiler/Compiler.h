@@ -47,6 +47,11 @@ struct CompileOptions {
   /// Call libm for exp/tanh/erf/... instead of vectorizable polynomial
   /// approximations (which -O2 and above use otherwise).
   bool preciseMath = false;
+  /// Threads for the generated (non-GEMM) loops: 1 = sequential code, 0 = as
+  /// many as OpenMP's default (the machine's cores), N = N. Sequential is the
+  /// default: with OpenBLAS's threads busy-waiting between GEMMs, OpenMP
+  /// loops were slower on the 2-core machine (docs/performance.md).
+  unsigned threads = 1;
   /// Seed for parameters initialized by rule (#nn.init).
   uint64_t seed = 0;
 };
