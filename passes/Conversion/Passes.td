@@ -43,14 +43,16 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
     `arith.constant`;
 
     gather (with ONNX negative indices), split, where, gemm, batch_norm,
-    2-D convolution (group 1; `linalg.conv_2d_nchw_fchw` on a `tensor.pad`),
+    2-D convolution (`linalg.conv_2d_nchw_fchw` on a `tensor.pad`),
     max pooling (`linalg.pooling_nchw_max`) and global average pooling are
     lowered too, and so are slice (extract_slice; negative steps as a
     gather), concat (insert_slice chain), squeeze/unsqueeze (reshape) and cast
     (ONNX semantics: nonzero is true, float to int truncates). Elementwise
-    add/sub/mul/div also take signless integers. Static shapes only. Not
-    lowered yet (reported by name, never left behind silently): grouped
-    convolution, attention.
+    add/sub/mul/div also take signless integers. Grouped and depthwise
+    convolutions use `linalg.conv_2d_ngchw_gfchw` on reshaped operands;
+    `nn.attention` expands to a scores contraction (k read transposed through
+    its map), one scale + causal-mask generic, softmax and a matmul. Static
+    shapes only.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

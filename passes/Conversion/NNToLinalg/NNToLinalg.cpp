@@ -572,21 +572,45 @@ struct ConvLowering : OpConversionPattern<nn::ConvOp> {
   matchAndRewrite(nn::ConvOp op, OpAdaptor a,
                   ConversionPatternRewriter &rw) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    if (!type.hasStaticShape() || type.getRank() != 4 || op.getGroup() != 1)
-      return rw.notifyMatchFailure(op, "static 2-D convolutions with group 1 only");
+    int64_t group = static_cast<int64_t>(op.getGroup());
+    if (!type.hasStaticShape() || type.getRank() != 4 || group < 1)
+      return rw.notifyMatchFailure(op, "static 2-D convolutions only");
     Location loc = op.getLoc();
     SmallVector<int64_t> strides(op.getStrides().value_or(SmallVector<int64_t>{1, 1}));
     SmallVector<int64_t> dil(op.getDilations().value_or(SmallVector<int64_t>{1, 1}));
     SmallVector<int64_t> pads(op.getPads().value_or(SmallVector<int64_t>{0, 0, 0, 0}));
     Value x = padSpatial(rw, loc, a.getX(), pads, 0.0);
     Type elt = type.getElementType();
-    Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), elt);
-    init = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, 0.0), init).getResult(0);
-    Value y = linalg::Conv2DNchwFchwOp::create(
-                  rw, loc, TypeRange{type}, ValueRange{x, a.getW()}, ValueRange{init},
-                  ArrayRef<NamedAttribute>{rw.getNamedAttr("strides", i64Vector(rw, strides)),
-                                           rw.getNamedAttr("dilations", i64Vector(rw, dil))})
-                  .getResult(0);
+    SmallVector<NamedAttribute> attrs = {rw.getNamedAttr("strides", i64Vector(rw, strides)),
+                                         rw.getNamedAttr("dilations", i64Vector(rw, dil))};
+    Value y;
+    if (group == 1) {
+      Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), elt);
+      init = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, 0.0), init).getResult(0);
+      y = linalg::Conv2DNchwFchwOp::create(rw, loc, TypeRange{type}, ValueRange{x, a.getW()},
+                                           ValueRange{init}, attrs)
+              .getResult(0);
+    } else {
+      // Grouped (and depthwise): [N, G*C, H, W] x [G*F, C, kh, kw] as
+      // [N, G, C, H, W] x [G, F, C, kh, kw] -> [N, G, F, oh, ow].
+      auto xt = cast<RankedTensorType>(x.getType());
+      auto wt = cast<RankedTensorType>(a.getW().getType());
+      if (!xt.hasStaticShape() || !wt.hasStaticShape() || xt.getDimSize(1) % group ||
+          wt.getDimSize(0) % group)
+        return rw.notifyMatchFailure(op, "channels not divisible by group");
+      int64_t n = xt.getDimSize(0), c = xt.getDimSize(1) / group, f = wt.getDimSize(0) / group;
+      auto gx = RankedTensorType::get({n, group, c, xt.getDimSize(2), xt.getDimSize(3)}, elt);
+      auto gw = RankedTensorType::get({group, f, wt.getDimSize(1), wt.getDimSize(2), wt.getDimSize(3)}, elt);
+      auto gy = RankedTensorType::get({n, group, f, type.getDimSize(2), type.getDimSize(3)}, elt);
+      Value init = tensor::EmptyOp::create(rw, loc, gy.getShape(), elt);
+      init = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, 0.0), init).getResult(0);
+      y = linalg::Conv2DNgchwGfchwOp::create(
+              rw, loc, TypeRange{gy},
+              ValueRange{reshapeStatic(rw, loc, x, gx), reshapeStatic(rw, loc, a.getW(), gw)},
+              ValueRange{init}, attrs)
+              .getResult(0);
+      y = reshapeStatic(rw, loc, y, type);
+    }
     if (a.getB())
       y = addChannels(rw, loc, y, a.getB());
     rw.replaceOp(op, y);
@@ -740,6 +764,7 @@ struct ConvertNNToLinalgPass
                  MaxPoolLowering, GlobalAveragePoolLowering, BatchNormLowering,
                  GemmLowering>(ctx);
     populateNNDataMovementLowerings(patterns);
+    populateNNAttentionLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -1,7 +1,7 @@
 //===- NNToLinalgPatterns.h - Pattern groups of convert-nn-to-linalg -*- C++ -*-===//
 //
 // convert-nn-to-linalg is split by concern: math and normalization in
-// NNToLinalg.cpp, data movement in DataMovement.cpp.
+// NNToLinalg.cpp, data movement in DataMovement.cpp, attention in Attention.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_PASSES_CONVERSION_NNTOLINALG_PATTERNS_H
@@ -18,6 +18,9 @@ mlir::Value reshapeStatic(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 
 /// slice, concat, squeeze, unsqueeze, cast.
 void populateNNDataMovementLowerings(mlir::RewritePatternSet &patterns);
+
+/// attention (scores contraction, scale + causal mask, nn.softmax, nn.matmul).
+void populateNNAttentionLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace rewire
 

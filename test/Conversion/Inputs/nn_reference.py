@@ -26,6 +26,32 @@ def softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def conv2d(x, w, group, stride, pad):
+    """NCHW convolution with groups, square stride and padding, float64."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    fg = f // group
+    for o in range(f):
+        g = o // fg
+        for i in range(oh):
+            for j in range(ow):
+                patch = x[:, g * cg:(g + 1) * cg, i * stride:i * stride + kh, j * stride:j * stride + kw]
+                out[:, o, i, j] = (patch * w[o]).sum(axis=(1, 2, 3))
+    return out
+
+
+def attention(q, k, v, causal, scale):
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        tq, tk = s.shape[-2], s.shape[-1]
+        mask = np.arange(tk)[None, :] > np.arange(tq)[:, None] + (tk - tq)
+        s = np.where(mask, -np.inf, s)
+    return softmax(s, -1) @ v
+
+
 S = [2, 3, 4]
 CASES = [
     case("add (broadcast)", "nn.add %x, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>",
@@ -76,4 +102,30 @@ CASES = [
          [("x", S)], [4, 2, 3], lambda x: x.transpose(2, 0, 1)),
     case("reshape", "nn.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>", [("x", S)], [6, 4],
          lambda x: x.reshape(6, 4)),
+    case("slice", "nn.slice %x {starts = array<i64: 1, -3>, ends = array<i64: 3, 100>, axes = array<i64: 1, 2>} "
+         ": (tensor<2x3x4xf32>) -> tensor<2x2x3xf32>", [("x", S)], [2, 2, 3], lambda x: x[:, 1:3, -3:100]),
+    case("slice (negative step)", "nn.slice %x {starts = array<i64: -1>, ends = array<i64: -1000>, "
+         "axes = array<i64: -1>, steps = array<i64: -2>} : (tensor<2x3x4xf32>) -> tensor<2x3x2xf32>",
+         [("x", S)], [2, 3, 2], lambda x: x[:, :, -1::-2]),
+    case("concat", "nn.concat %x, %y {axis = -2 : i64} : (tensor<2x3x4xf32>, tensor<2x1x4xf32>) -> tensor<2x4x4xf32>",
+         [("x", S), ("y", [2, 1, 4])], [2, 4, 4], lambda x, y: np.concatenate([x, y], -2)),
+    case("unsqueeze", "nn.unsqueeze %x {axes = array<i64: 0, -2>} : (tensor<2x3x4xf32>) -> tensor<1x2x3x1x4xf32>",
+         [("x", S)], [1, 2, 3, 1, 4], lambda x: x[None, :, :, None, :]),
+    case("squeeze", "nn.squeeze %x : (tensor<2x1x4xf32>) -> tensor<2x4xf32>",
+         [("x", [2, 1, 4])], [2, 4], lambda x: x[:, 0, :]),
+    case("conv grouped", "nn.conv %x, %w {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>} "
+         ": (tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x5x5xf32>",
+         [("x", [1, 4, 5, 5]), ("w", [6, 2, 3, 3])], [1, 6, 5, 5], lambda x, w: conv2d(x, w, 2, 1, 1)),
+    case("conv depthwise, stride 2", "nn.conv %x, %w, %b {group = 4 : i64, strides = array<i64: 2, 2>, "
+         "pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>",
+         [("x", [1, 4, 5, 5]), ("w", [4, 1, 3, 3]), ("b", [4])], [1, 4, 3, 3],
+         lambda x, w, b: conv2d(x, w, 4, 2, 1) + b[None, :, None, None]),
+    case("attention causal (Tq < Tk)", "nn.attention %q, %k, %v {causal} : (tensor<1x2x3x4xf32>, "
+         "tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>) -> tensor<1x2x3x3xf32>",
+         [("q", [1, 2, 3, 4]), ("k", [1, 2, 5, 4]), ("v", [1, 2, 5, 3])], [1, 2, 3, 3],
+         lambda q, k, v: attention(q, k, v, True, 0.5)),
+    case("attention with scale", "nn.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x1x3x4xf32>, "
+         "tensor<2x1x3x4xf32>, tensor<2x1x3x4xf32>) -> tensor<2x1x3x4xf32>",
+         [("q", [2, 1, 3, 4]), ("k", [2, 1, 3, 4]), ("v", [2, 1, 3, 4])], [2, 1, 3, 4],
+         lambda q, k, v: attention(q, k, v, False, 0.25)),
 ]
