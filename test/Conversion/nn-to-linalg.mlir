@@ -30,9 +30,34 @@ func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf
 
 // -----
 
-// Grouped convolutions are not lowered yet: reported by name.
+// Grouped convolutions run per group on reshaped operands.
+// CHECK-LABEL: func.func @grouped_conv
+// CHECK: tensor.reshape %{{.*}} : (tensor<1x4x8x8xf32>, tensor<5xindex>) -> tensor<1x2x2x8x8xf32>
+// CHECK: tensor.reshape %{{.*}} : (tensor<4x2x3x3xf32>, tensor<5xindex>) -> tensor<2x2x2x3x3xf32>
+// CHECK: linalg.conv_2d_ngchw_gfchw
+// CHECK: tensor.reshape %{{.*}} : (tensor<1x2x2x6x6xf32>, tensor<4xindex>) -> tensor<1x4x6x6xf32>
 func.func @grouped_conv(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
-  // expected-error @+1 {{failed to legalize operation 'nn.conv' that was explicitly marked illegal}}
   %0 = nn.conv %x, %w {group = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Dynamic shapes are not lowered: the op is named, nothing is left behind.
+func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{failed to legalize operation 'nn.relu' that was explicitly marked illegal}}
+  %0 = nn.relu %x : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Attention: the scores contraction reads k transposed through its map.
+// CHECK-LABEL: func.func @attention
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+// CHECK: linalg.index 3
+// CHECK: arith.select
+func.func @attention(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tensor<1x2x5x3xf32>) -> tensor<1x2x3x3xf32> {
+  %0 = nn.attention %q, %k, %v {causal} : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>) -> tensor<1x2x3x3xf32>
+  return %0 : tensor<1x2x3x3xf32>
 }
