@@ -20,10 +20,11 @@ def ConvertResidualToLinalg : Pass<"convert-residual-to-linalg", "::mlir::func::
 
     Supported: `add`, `scale_add` (any feature axis), `gated_add` (review and
     highway, both combines, both gate widths), `mix` (softmax and free),
-    `nag_gate`, `nag_add`, `route` by threshold, `tap`; gates and NAG need a
-    static shape with the feature axis last. `route` by rate (it needs a
-    sort) is not lowered yet: the conversion reports it by name and fails,
-    never leaves an op behind silently.
+    `nag_gate`, `nag_add`, `route` by threshold and by rate (each row's rank
+    among all N rows in one O(N^2) comparison reduction, ties by position, no
+    sort), `tap`; gates and NAG need a static shape with the feature axis
+    last. Anything else is reported by name and fails the conversion, never
+    left behind silently.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

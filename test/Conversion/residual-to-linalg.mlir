@@ -43,9 +43,25 @@ func.func @tap(%h: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
-// Routing by rate needs a sort and is not lowered yet: reported by name.
+// Routing by rate: ranks from one comparison reduction over all rows (no
+// sort), then a select.
+// CHECK-LABEL: func.func @route_rate
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x1xf32> into tensor<2xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.cmpf olt
+// CHECK: linalg.generic
+// CHECK: arith.select
+// CHECK: tensor.expand_shape
 func.func @route_rate(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
-  // expected-error @+1 {{failed to legalize operation 'residual.route' that was explicitly marked illegal}}
   %0 = residual.route %m rate 0.5 : tensor<2x1xf32>
   return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// Dynamic shapes are not lowered: reported by name.
+func.func @route_dynamic(%m: tensor<?x1xf32>) -> tensor<?x1xf32> {
+  // expected-error @+1 {{failed to legalize operation 'residual.route' that was explicitly marked illegal}}
+  %0 = residual.route %m rate 0.5 : tensor<?x1xf32>
+  return %0 : tensor<?x1xf32>
 }

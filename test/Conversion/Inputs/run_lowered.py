@@ -23,7 +23,8 @@ NN = "--cases" in sys.argv and sys.argv[sys.argv.index("--cases") + 1] == "nn"
 if NN:
     import nn_reference as ref  # noqa: E402,F811
 
-LOWERED = ("add", "scale_add", "gated_add", "mix", "tap", "nag_gate", "nag_add", "route threshold")
+LOWERED = ("add", "scale_add", "gated_add", "mix", "tap", "nag_gate", "nag_add", "route threshold",
+           "route rate")
 
 
 def main():
