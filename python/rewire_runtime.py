@@ -114,7 +114,9 @@ class Model:
         keep = []
 
         def describe(a):
-            a = np.ascontiguousarray(a)
+            # np.ascontiguousarray would turn a 0-d array into 1-d: copy only when needed.
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
             keep.append(a)
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep.append(shape)

@@ -7,6 +7,7 @@
 #include "rewire/InitAll.h"
 
 #include "dialects/nn/NNDialect.h"
+#include "lib/Autodiff/ReverseMode.h"
 #include "dialects/residual/ResidualDialect.h"
 #include "passes/Conversion/Passes.h"
 #include "passes/Transforms/Passes.h"
@@ -74,6 +75,8 @@ void rewire::registerRewireDialects(mlir::DialectRegistry &registry) {
   mlir::vector::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerTilingInterfaceExternalModels(registry);
   mlir::tensor::registerTilingInterfaceExternalModels(registry);
+  // Reverse-mode rules of the nn and residual ops (rewire-autodiff).
+  rewire::autodiff::registerReverseModeExternalModels(registry);
 }
 
 void rewire::registerRewirePasses() {

@@ -220,6 +220,36 @@ def ParametersToArguments : Pass<"nn-parameters-to-arguments", "::mlir::ModuleOp
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
+def Autodiff : Pass<"rewire-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a loss function";
+  let description = [{
+    For the function `function` whose first result is a scalar loss (a 0-d
+    or one-element float tensor), adds `<function>_grad` returning the loss
+    followed by its gradient with respect to the selected arguments: those
+    with an `nn.parameter` attribute (`wrt=parameters`, the default; run
+    `nn-parameters-to-arguments` first) or every float argument
+    (`wrt=all`). Arguments whose `nn.parameter` name matches `frozen` (a
+    comma-separated list of prefixes) are not differentiated.
+
+    The backward pass is built from each op's ReverseModeOpInterface rule
+    (lib/Autodiff: nn and residual rules attached as external models), in
+    the same dialects as the forward ops, after them in the same function,
+    so it lowers, fuses and compiles like forward IR. Adjoints reaching a
+    value from several uses are summed. Single-block functions only; an op
+    without a rule is an error naming it. Each gradient result carries
+    `nn.name = "grad:<argument name>"`.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"",
+           "the loss function (its first result is the scalar loss)">,
+    Option<"wrt", "wrt", "std::string", "\"parameters\"",
+           "parameters (arguments with nn.parameter) or all (every float argument)">,
+    Option<"frozen", "frozen", "std::string", "\"\"",
+           "comma-separated parameter-name prefixes not to differentiate">,
+  ];
+  let dependentDialects = ["::rewire::nn::NNDialect"];
+}
+
 def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
   let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
   let description = [{

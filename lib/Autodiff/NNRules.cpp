@@ -1,0 +1,379 @@
+//===- NNRules.cpp - Reverse rules of the nn ops --------------------------===//
+//
+// Vector-Jacobian products of the nn ops, built from nn ops (so backward IR
+// lowers, fuses and exports like forward IR). Broadcast operands get their
+// gradient summed back to their shape (sumToShape). Ops without a rule here
+// (gather's table, slice, conv, pooling, batch_norm, attention) make
+// rewire-autodiff stop with an error naming the op.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Autodiff/ReverseMode.h"
+
+#include "dialects/nn/NNDialect.h"
+#include "dialects/nn/NNOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::autodiff;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+Type eltOf(Value v) { return typeOf(v).getElementType(); }
+
+Value mul(ImplicitLocOpBuilder &b, Value x, Value y) { return nn::MulOp::create(b, x, y); }
+Value add(ImplicitLocOpBuilder &b, Value x, Value y) { return nn::AddOp::create(b, x, y); }
+Value sub(ImplicitLocOpBuilder &b, Value x, Value y) { return nn::SubOp::create(b, x, y); }
+Value div(ImplicitLocOpBuilder &b, Value x, Value y) { return nn::DivOp::create(b, x, y); }
+Value neg(ImplicitLocOpBuilder &b, Value x) { return nn::NegOp::create(b, x); }
+Value num(ImplicitLocOpBuilder &b, Value like, double v) { return scalar(b, eltOf(like), v); }
+
+/// Axes [from, rank) of a normalization with (possibly negative) `axis`.
+SmallVector<int64_t> trailingAxes(int64_t axis, int64_t rank) {
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+Value meanKeep(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> axes) {
+  return nn::ReduceMeanOp::create(b, x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true));
+}
+
+Value sumKeep(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> axes) {
+  return nn::ReduceSumOp::create(b, x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true));
+}
+
+/// Swaps the last two dimensions.
+Value transposeLast(ImplicitLocOpBuilder &b, Value x) {
+  int64_t r = typeOf(x).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i);
+  std::swap(perm[r - 1], perm[r - 2]);
+  return nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
+}
+
+template <typename Derived, typename Op>
+struct Rule : ReverseModeOpInterface::ExternalModel<Derived, Op> {};
+
+#define RULE(NAME, OP)                                                                       \
+  struct NAME : Rule<NAME, OP> {                                                             \
+    LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g, \
+                                SmallVectorImpl<Value> &out) const {                         \
+      auto op = cast<OP>(raw);                                                               \
+      (void)op;
+
+#define END_RULE                                                                             \
+  return success();                                                                          \
+  }                                                                                          \
+  };
+
+RULE(AddRule, nn::AddOp)
+  out.push_back(sumToShape(b, g[0], typeOf(op.getLhs())));
+  out.push_back(sumToShape(b, g[0], typeOf(op.getRhs())));
+END_RULE
+
+RULE(SubRule, nn::SubOp)
+  out.push_back(sumToShape(b, g[0], typeOf(op.getLhs())));
+  out.push_back(sumToShape(b, neg(b, g[0]), typeOf(op.getRhs())));
+END_RULE
+
+RULE(MulRule, nn::MulOp)
+  out.push_back(sumToShape(b, mul(b, g[0], op.getRhs()), typeOf(op.getLhs())));
+  out.push_back(sumToShape(b, mul(b, g[0], op.getLhs()), typeOf(op.getRhs())));
+END_RULE
+
+RULE(DivRule, nn::DivOp)
+  // d(x/y) = g/y dx - g (x/y)/y dy
+  out.push_back(sumToShape(b, div(b, g[0], op.getRhs()), typeOf(op.getLhs())));
+  out.push_back(sumToShape(b, neg(b, div(b, mul(b, g[0], op.getResult()), op.getRhs())),
+                           typeOf(op.getRhs())));
+END_RULE
+
+RULE(PowRule, nn::PowOp)
+  // d(x^y)/dx = y x^(y-1); the exponent must be a constant (x^2, x^3 in
+  // exported GELU and variance computations).
+  Value y = op.getRhs();
+  if (!y.getDefiningOp<nn::ConstantOp>())
+    return raw->emitError("rewire-autodiff: nn.pow needs a constant exponent (no log op for "
+                          "d/dy yet)");
+  Value ym1 = sub(b, y, num(b, y, 1.0));
+  Value dx = mul(b, g[0], mul(b, y, nn::PowOp::create(b, op.getLhs(), ym1)));
+  out.push_back(sumToShape(b, dx, typeOf(op.getLhs())));
+  out.push_back(Value());
+END_RULE
+
+RULE(NegRule, nn::NegOp)
+  out.push_back(neg(b, g[0]));
+END_RULE
+
+RULE(ReluRule, nn::ReluOp)
+  // step(x) = [relu(x) != 0], through casts to i1 and back.
+  auto t = typeOf(op.getResult());
+  Value nz = nn::CastOp::create(b, RankedTensorType::get(t.getShape(), b.getI1Type()), op.getResult());
+  out.push_back(mul(b, g[0], nn::CastOp::create(b, t, nz)));
+END_RULE
+
+RULE(SigmoidRule, nn::SigmoidOp)
+  Value y = op.getResult();
+  out.push_back(mul(b, g[0], mul(b, y, sub(b, num(b, y, 1.0), y))));
+END_RULE
+
+RULE(TanhRule, nn::TanhOp)
+  Value y = op.getResult();
+  out.push_back(mul(b, g[0], sub(b, num(b, y, 1.0), mul(b, y, y))));
+END_RULE
+
+RULE(ExpRule, nn::ExpOp)
+  out.push_back(mul(b, g[0], op.getResult()));
+END_RULE
+
+RULE(SqrtRule, nn::SqrtOp)
+  out.push_back(div(b, mul(b, g[0], num(b, g[0], 0.5)), op.getResult()));
+END_RULE
+
+RULE(ErfRule, nn::ErfOp)
+  Value x = op.getX();
+  Value e = nn::ExpOp::create(b, neg(b, mul(b, x, x)));
+  out.push_back(mul(b, g[0], mul(b, e, num(b, x, 2.0 / std::sqrt(M_PI)))));
+END_RULE
+
+RULE(GeluRule, nn::GeluOp)
+  Value x = op.getX();
+  Value half = num(b, x, 0.5), one = num(b, x, 1.0);
+  Value d;
+  if (op.getApproximate() == nn::GeluApproximation::tanh) {
+    // u = c (x + k x^3); d = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) c (1 + 3k x^2)
+    double c = std::sqrt(2.0 / M_PI), k = 0.044715;
+    Value x2 = mul(b, x, x);
+    Value u = mul(b, num(b, x, c), add(b, x, mul(b, num(b, x, k), mul(b, x2, x))));
+    Value t = nn::TanhOp::create(b, u);
+    Value du = mul(b, num(b, x, c), add(b, one, mul(b, num(b, x, 3 * k), x2)));
+    d = add(b, mul(b, half, add(b, one, t)),
+            mul(b, mul(b, half, x), mul(b, sub(b, one, mul(b, t, t)), du)));
+  } else {
+    // d = Phi(x) + x phi(x)
+    Value cdf = mul(b, half, add(b, one, nn::ErfOp::create(b, mul(b, x, num(b, x, 1.0 / std::sqrt(2.0))))));
+    Value pdf = mul(b, num(b, x, 1.0 / std::sqrt(2.0 * M_PI)),
+                    nn::ExpOp::create(b, mul(b, num(b, x, -0.5), mul(b, x, x))));
+    d = add(b, cdf, mul(b, x, pdf));
+  }
+  out.push_back(mul(b, g[0], d));
+END_RULE
+
+RULE(MatMulRule, nn::MatMulOp)
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  if (typeOf(lhs).getRank() < 2 || typeOf(rhs).getRank() < 2)
+    return raw->emitError("rewire-autodiff: nn.matmul of a vector is not differentiated yet");
+  out.push_back(sumToShape(b, nn::MatMulOp::create(b, g[0], transposeLast(b, rhs)), typeOf(lhs)));
+  out.push_back(sumToShape(b, nn::MatMulOp::create(b, transposeLast(b, lhs), g[0]), typeOf(rhs)));
+END_RULE
+
+RULE(GemmRule, nn::GemmOp)
+  // Y = alpha op(A) op(B) + beta C, with op(X) = X or X^T.
+  Value a = op.getA(), bb = op.getB();
+  Value ga = mul(b, g[0], num(b, g[0], op.getAlpha().convertToDouble()));
+  Value opA = op.getTransA() ? transposeLast(b, a) : a;
+  Value opB = op.getTransB() ? transposeLast(b, bb) : bb;
+  Value dOpA = nn::MatMulOp::create(b, ga, transposeLast(b, opB));
+  Value dOpB = nn::MatMulOp::create(b, transposeLast(b, opA), ga);
+  out.push_back(op.getTransA() ? transposeLast(b, dOpA) : dOpA);
+  out.push_back(op.getTransB() ? transposeLast(b, dOpB) : dOpB);
+  if (op.getC())
+    out.push_back(sumToShape(b, mul(b, g[0], num(b, g[0], op.getBeta().convertToDouble())),
+                             typeOf(op.getC())));
+END_RULE
+
+RULE(SoftmaxRule, nn::SoftmaxOp)
+  Value y = op.getResult();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += typeOf(y).getRank();
+  Value dot = sumKeep(b, mul(b, g[0], y), {axis});
+  out.push_back(mul(b, y, sub(b, g[0], dot)));
+END_RULE
+
+RULE(LayerNormRule, nn::LayerNormOp)
+  Value x = op.getX();
+  auto axes = trailingAxes(static_cast<int64_t>(op.getAxis()), typeOf(x).getRank());
+  Value mean = meanKeep(b, x, axes);
+  Value xc = sub(b, x, mean);
+  Value var = meanKeep(b, mul(b, xc, xc), axes);
+  Value rstd = div(b, num(b, x, 1.0),
+                   nn::SqrtOp::create(b, add(b, var, num(b, x, op.getEpsilon().convertToDouble()))));
+  Value xhat = mul(b, xc, rstd);
+  Value dxhat = mul(b, g[0], op.getScale());
+  Value dx = mul(b, rstd, sub(b, sub(b, dxhat, meanKeep(b, dxhat, axes)),
+                              mul(b, xhat, meanKeep(b, mul(b, dxhat, xhat), axes))));
+  out.push_back(dx);
+  out.push_back(sumToShape(b, mul(b, g[0], xhat), typeOf(op.getScale())));
+  if (op.getBias())
+    out.push_back(sumToShape(b, g[0], typeOf(op.getBias())));
+END_RULE
+
+RULE(RMSNormRule, nn::RMSNormOp)
+  Value x = op.getX();
+  auto axes = trailingAxes(static_cast<int64_t>(op.getAxis()), typeOf(x).getRank());
+  Value ms = meanKeep(b, mul(b, x, x), axes);
+  Value rinv = div(b, num(b, x, 1.0),
+                   nn::SqrtOp::create(b, add(b, ms, num(b, x, op.getEpsilon().convertToDouble()))));
+  Value xhat = mul(b, x, rinv);
+  Value dxhat = mul(b, g[0], op.getScale());
+  out.push_back(mul(b, rinv, sub(b, dxhat, mul(b, xhat, meanKeep(b, mul(b, dxhat, xhat), axes)))));
+  out.push_back(sumToShape(b, mul(b, g[0], xhat), typeOf(op.getScale())));
+END_RULE
+
+/// Reductions: the gradient broadcasts back over the reduced axes.
+template <typename Derived, typename Op, bool isMean>
+struct ReduceRule : Rule<Derived, Op> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<Op>(raw);
+    auto xt = typeOf(op.getX());
+    int64_t r = xt.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t a : op.getAxes())
+      axes.push_back(a < 0 ? a + r : a);
+    if (axes.empty())
+      for (int64_t i = 0; i < r; ++i)
+        axes.push_back(i);
+    SmallVector<int64_t> kept(xt.getShape());
+    int64_t count = 1;
+    for (int64_t a : axes) {
+      count *= kept[a];
+      kept[a] = 1;
+    }
+    Value gk = g[0];
+    auto keptType = RankedTensorType::get(kept, xt.getElementType());
+    if (typeOf(gk) != keptType)
+      gk = nn::ReshapeOp::create(b, keptType, gk);
+    if (isMean)
+      gk = mul(b, gk, num(b, gk, 1.0 / static_cast<double>(count)));
+    out.push_back(broadcastTo(b, gk, xt));
+    return success();
+  }
+};
+struct ReduceSumRule : ReduceRule<ReduceSumRule, nn::ReduceSumOp, false> {};
+struct ReduceMeanRule : ReduceRule<ReduceMeanRule, nn::ReduceMeanOp, true> {};
+
+RULE(TransposeRule, nn::TransposeOp)
+  int64_t r = typeOf(op.getX()).getRank();
+  SmallVector<int64_t> perm;
+  if (auto p = op.getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t i = r - 1; i >= 0; --i)
+      perm.push_back(i);
+  SmallVector<int64_t> inverse(r);
+  for (int64_t i = 0; i < r; ++i)
+    inverse[perm[i]] = i;
+  out.push_back(nn::TransposeOp::create(b, g[0], b.getDenseI64ArrayAttr(inverse)));
+END_RULE
+
+/// Shape-only ops: the gradient is reshaped back.
+template <typename Derived, typename Op>
+struct ReshapeRule : Rule<Derived, Op> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    Value x = raw->getOperand(0);
+    out.push_back(nn::ReshapeOp::create(b, typeOf(x), g[0]));
+    for (unsigned i = 1; i < raw->getNumOperands(); ++i)
+      out.push_back(Value());
+    return success();
+  }
+};
+struct ReshapeOpRule : ReshapeRule<ReshapeOpRule, nn::ReshapeOp> {};
+struct SqueezeRule : ReshapeRule<SqueezeRule, nn::SqueezeOp> {};
+struct UnsqueezeRule : ReshapeRule<UnsqueezeRule, nn::UnsqueezeOp> {};
+
+RULE(WhereRule, nn::WhereOp)
+  Value zeros = splat(b, typeOf(g[0]), 0.0);
+  out.push_back(Value());
+  out.push_back(sumToShape(b, nn::WhereOp::create(b, op.getCond(), g[0], zeros), typeOf(op.getX())));
+  out.push_back(sumToShape(b, nn::WhereOp::create(b, op.getCond(), zeros, g[0]), typeOf(op.getY())));
+END_RULE
+
+RULE(SplitRule, nn::SplitOp)
+  out.push_back(nn::ConcatOp::create(b, typeOf(op.getX()), g, op.getAxisAttr()));
+END_RULE
+
+RULE(ConcatRule, nn::ConcatOp)
+  int64_t r = typeOf(op.getResult()).getRank();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += r;
+  int64_t at = 0;
+  for (Value in : op.getInputs()) {
+    int64_t size = typeOf(in).getDimSize(axis);
+    out.push_back(nn::SliceOp::create(b, typeOf(in), g[0], b.getDenseI64ArrayAttr({at}),
+                                      b.getDenseI64ArrayAttr({at + size}),
+                                      b.getDenseI64ArrayAttr({axis}), DenseI64ArrayAttr()));
+    at += size;
+  }
+END_RULE
+
+RULE(CastRule, nn::CastOp)
+  Type from = eltOf(op.getX()), to = eltOf(op.getResult());
+  if (isa<FloatType>(from) && isa<FloatType>(to))
+    out.push_back(nn::CastOp::create(b, typeOf(op.getX()), g[0]));
+  else
+    out.push_back(Value());
+END_RULE
+
+RULE(ConstantRule, nn::ConstantOp)
+END_RULE
+
+RULE(GatherRule, nn::GatherOp)
+  // Only the indices (integers, no gradient) are covered: the table's
+  // gradient needs a scatter-add op, which nn does not have yet.
+  if (!op.getData().getDefiningOp<nn::ConstantOp>())
+    return raw->emitError("rewire-autodiff: the gradient of nn.gather's data (embedding tables) "
+                          "needs a scatter-add, not available yet; freeze the table");
+  out.push_back(Value());
+  out.push_back(Value());
+END_RULE
+
+#undef RULE
+#undef END_RULE
+
+} // namespace
+
+void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, nn::NNDialect *) {
+    nn::AddOp::attachInterface<AddRule>(*ctx);
+    nn::SubOp::attachInterface<SubRule>(*ctx);
+    nn::MulOp::attachInterface<MulRule>(*ctx);
+    nn::DivOp::attachInterface<DivRule>(*ctx);
+    nn::PowOp::attachInterface<PowRule>(*ctx);
+    nn::NegOp::attachInterface<NegRule>(*ctx);
+    nn::ReluOp::attachInterface<ReluRule>(*ctx);
+    nn::SigmoidOp::attachInterface<SigmoidRule>(*ctx);
+    nn::TanhOp::attachInterface<TanhRule>(*ctx);
+    nn::ExpOp::attachInterface<ExpRule>(*ctx);
+    nn::SqrtOp::attachInterface<SqrtRule>(*ctx);
+    nn::ErfOp::attachInterface<ErfRule>(*ctx);
+    nn::GeluOp::attachInterface<GeluRule>(*ctx);
+    nn::MatMulOp::attachInterface<MatMulRule>(*ctx);
+    nn::GemmOp::attachInterface<GemmRule>(*ctx);
+    nn::SoftmaxOp::attachInterface<SoftmaxRule>(*ctx);
+    nn::LayerNormOp::attachInterface<LayerNormRule>(*ctx);
+    nn::RMSNormOp::attachInterface<RMSNormRule>(*ctx);
+    nn::ReduceSumOp::attachInterface<ReduceSumRule>(*ctx);
+    nn::ReduceMeanOp::attachInterface<ReduceMeanRule>(*ctx);
+    nn::TransposeOp::attachInterface<TransposeRule>(*ctx);
+    nn::ReshapeOp::attachInterface<ReshapeOpRule>(*ctx);
+    nn::SqueezeOp::attachInterface<SqueezeRule>(*ctx);
+    nn::UnsqueezeOp::attachInterface<UnsqueezeRule>(*ctx);
+    nn::WhereOp::attachInterface<WhereRule>(*ctx);
+    nn::SplitOp::attachInterface<SplitRule>(*ctx);
+    nn::ConcatOp::attachInterface<ConcatRule>(*ctx);
+    nn::CastOp::attachInterface<CastRule>(*ctx);
+    nn::ConstantOp::attachInterface<ConstantRule>(*ctx);
+    nn::GatherOp::attachInterface<GatherRule>(*ctx);
+  });
+}

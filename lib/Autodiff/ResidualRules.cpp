@@ -1,0 +1,64 @@
+//===- ResidualRules.cpp - Reverse rules of the residual ops --------------===//
+//
+// add, scale_add and tap so far; the gated, mixing and NAG forms come next
+// (rewire-autodiff names them when it meets one).
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Autodiff/ReverseMode.h"
+
+#include "dialects/nn/NNOps.h"
+#include "dialects/residual/ResidualDialect.h"
+#include "dialects/residual/ResidualOps.h"
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::autodiff;
+
+namespace {
+
+struct AddRule : ReverseModeOpInterface::ExternalModel<AddRule, residual::AddOp> {
+  LogicalResult buildAdjoints(Operation *, ImplicitLocOpBuilder &, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    out.push_back(g[0]);
+    out.push_back(g[0]);
+    return success();
+  }
+};
+
+struct TapRule : ReverseModeOpInterface::ExternalModel<TapRule, residual::TapOp> {
+  LogicalResult buildAdjoints(Operation *, ImplicitLocOpBuilder &, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    out.push_back(g[0]);
+    return success();
+  }
+};
+
+/// h + alpha (.) u with a scalar alpha or one per channel of the last axis.
+struct ScaleAddRule : ReverseModeOpInterface::ExternalModel<ScaleAddRule, residual::ScaleAddOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<residual::ScaleAddOp>(raw);
+    auto ht = cast<RankedTensorType>(op.getH().getType());
+    auto at = cast<RankedTensorType>(op.getAlpha().getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += ht.getRank();
+    if (at.getRank() == 1 && axis != ht.getRank() - 1)
+      return raw->emitError("rewire-autodiff: residual.scale_add with per-channel scales on a "
+                            "non-final axis is not differentiated yet");
+    out.push_back(g[0]);
+    out.push_back(nn::MulOp::create(b, g[0], op.getAlpha()));
+    out.push_back(sumToShape(b, nn::MulOp::create(b, g[0], op.getU()), at));
+    return success();
+  }
+};
+
+} // namespace
+
+void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, residual::ResidualDialect *) {
+    residual::AddOp::attachInterface<AddRule>(*ctx);
+    residual::TapOp::attachInterface<TapRule>(*ctx);
+    residual::ScaleAddOp::attachInterface<ScaleAddRule>(*ctx);
+  });
+}

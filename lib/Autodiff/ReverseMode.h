@@ -1,0 +1,43 @@
+//===- ReverseMode.h - Reverse-mode differentiation rules --------*- C++ -*-===//
+//
+// The ReverseModeOpInterface (generated from ReverseMode.td), the shared
+// helpers its rules use (reducing a broadcast gradient back to an operand's
+// shape, splat constants), and the registration of the rules of the nn and
+// residual ops as external models.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_AUTODIFF_REVERSEMODE_H
+#define REWIRE_AUTODIFF_REVERSEMODE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include "lib/Autodiff/ReverseMode.h.inc"
+
+namespace rewire::autodiff {
+
+/// Sums `grad` over the dimensions that broadcasting stretched to produce it
+/// from a value of type `target` (ONNX/NumPy rules), returning `target`'s type.
+mlir::Value sumToShape(mlir::ImplicitLocOpBuilder &b, mlir::Value grad,
+                       mlir::RankedTensorType target);
+
+/// `v` broadcast to `target` (materialized: v + zeros).
+mlir::Value broadcastTo(mlir::ImplicitLocOpBuilder &b, mlir::Value v,
+                        mlir::RankedTensorType target);
+
+/// A splat nn.constant of `type` (any shape) holding `value`.
+mlir::Value splat(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type, double value);
+
+/// A 0-d nn.constant holding `value`, of `elementType`.
+mlir::Value scalar(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType, double value);
+
+/// Attaches the reverse rules of the nn and residual ops.
+void registerReverseModeExternalModels(mlir::DialectRegistry &registry);
+void registerNNReverseRules(mlir::DialectRegistry &registry);
+void registerResidualReverseRules(mlir::DialectRegistry &registry);
+
+} // namespace rewire::autodiff
+
+#endif // REWIRE_AUTODIFF_REVERSEMODE_H

@@ -1,0 +1,145 @@
+"""Gradients from rewire-autodiff against PyTorch autograd (float64).
+
+Each case is a small loss function written in the nn/residual dialects and
+the same function in PyTorch. rewire-autodiff{wrt=all} adds forward_grad;
+rewire-compile compiles it; the runtime (C API) runs it on random inputs;
+loss and every input's gradient are compared with torch.autograd on the same
+inputs in float64: |got - want| <= 1e-4 * max(1, |want|) (fp32 compute, the
+compiler's polynomial exp/tanh/erf).
+
+    grad_check.py WORKDIR
+"""
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
+import rewire_runtime  # noqa: E402
+
+
+def t(*shape):
+    return "tensor<%sxf32>" % "x".join(map(str, shape)) if shape else "tensor<f32>"
+
+
+CASES = []
+
+
+def case(name, args, body, fn, positive=()):
+    """args: [(name, shape)]; body: MLIR ops ending in `return %loss`."""
+    sig = ", ".join("%%%s: %s" % (n, t(*s)) for n, s in args)
+    mlir = "func.func @forward(%s) -> tensor<f32> {\n%s\n}\n" % (sig, body)
+    CASES.append((name, mlir, args, fn, set(positive)))
+
+
+case("mlp + residual.add + mse",
+     [("x", (4, 8)), ("w", (8, 8)), ("b", (8,)), ("tg", (4, 8))], """
+  %y = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %z = nn.add %y, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %g = nn.gelu %z approximate tanh : tensor<4x8xf32>
+  %h = residual.add %x, %g stream 0 layer 0 : tensor<4x8xf32>
+  %d = nn.sub %h, %tg : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = nn.mul %d, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = nn.reduce_mean %s {axes = array<i64>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, w, b, tg: ((x + F.gelu(x @ w + b, approximate="tanh") - tg) ** 2).mean())
+
+case("layer_norm, rms_norm, softmax",
+     [("x", (2, 3, 8)), ("g", (8,)), ("b", (8,)), ("r", (8,)), ("w", (8, 5)), ("tg", (2, 3, 5))], """
+  %n = nn.layer_norm %x, %g, %b : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %m = nn.rms_norm %n, %r {epsilon = 1.0e-06 : f32} : tensor<2x3x8xf32>, tensor<8xf32>
+  %y = nn.matmul %m, %w : (tensor<2x3x8xf32>, tensor<8x5xf32>) -> tensor<2x3x5xf32>
+  %p = nn.softmax %y : tensor<2x3x5xf32>
+  %q = nn.mul %p, %tg : (tensor<2x3x5xf32>, tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %l = nn.reduce_sum %q {axes = array<i64>, keepdims = false} : (tensor<2x3x5xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, g, b, r, w, tg: (F.softmax(
+         (lambda n: n / torch.sqrt((n * n).mean(-1, keepdim=True) + 1e-6) * r)(
+             F.layer_norm(x, (8,), g, b, 1e-5)) @ w, -1) * tg).sum())
+
+case("attention-shaped + scale_add (per-channel and scalar)",
+     [("x", (2, 4, 8)), ("wq", (8, 8)), ("wk", (8, 8)), ("a", (8,)), ("s", ())], """
+  %q = nn.matmul %x, %wq : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k = nn.matmul %x, %wk : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %sc = nn.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %c = nn.constant dense<0.35355339> : tensor<f32>
+  %ss = nn.mul %sc, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %p = nn.softmax %ss : tensor<2x4x4xf32>
+  %o = nn.matmul %p, %x : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = residual.scale_add %x, %o, %a stream 0 layer 0 : tensor<2x4x8xf32>, tensor<8xf32>
+  %t2 = nn.tanh %h1 : tensor<2x4x8xf32>
+  %h2 = residual.scale_add %h1, %t2, %s stream 0 layer 1 : tensor<2x4x8xf32>, tensor<f32>
+  %r = nn.reshape %h2 : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  %sq = nn.mul %r, %r : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %l = nn.reduce_mean %sq {axes = array<i64>, keepdims = false} : (tensor<8x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, wq, wk, a, s: (lambda h1: ((h1 + s * torch.tanh(h1)) ** 2).mean())(
+         x + a * (F.softmax((x @ wq) @ (x @ wk).transpose(1, 2) * 0.35355339, -1) @ x)))
+
+case("gemm transB, relu, erf gelu, sigmoid, exp, sqrt, div, split/concat, pow",
+     [("x", (3, 6)), ("w", (4, 6)), ("c", (4,)), ("p", (3, 4))], """
+  %y = nn.gemm %x, %w, %c {transB} : (tensor<3x6xf32>, tensor<4x6xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %r = nn.relu %y : tensor<3x4xf32>
+  %g = nn.gelu %y : tensor<3x4xf32>
+  %sg = nn.sigmoid %g : tensor<3x4xf32>
+  %e = nn.exp %sg : tensor<3x4xf32>
+  %sq = nn.sqrt %p : tensor<3x4xf32>
+  %dv = nn.div %e, %sq : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %parts:2 = nn.split %dv {axis = 1 : i64, sizes = array<i64: 1, 3>} : (tensor<3x4xf32>) -> (tensor<3x1xf32>, tensor<3x3xf32>)
+  %cat = nn.concat %parts#1, %parts#0 {axis = 1 : i64} : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  %two = nn.constant dense<2.0> : tensor<f32>
+  %pw = nn.pow %cat, %two : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xf32>
+  %sum = nn.add %pw, %r : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %l = nn.reduce_sum %sum {axes = array<i64>, keepdims = false} : (tensor<3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, w, c, p: (lambda y: ((lambda dv: torch.cat([dv[:, 1:], dv[:, :1]], 1))(
+         torch.exp(torch.sigmoid(F.gelu(y))) / torch.sqrt(p)) ** 2 + F.relu(y)).sum())(x @ w.T + c),
+     positive=("p",))
+
+
+def main():
+    work = sys.argv[1]
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(11)
+    bad = 0
+    for i, (name, mlir, args, fn, positive) in enumerate(CASES):
+        src = os.path.join(work, "case%d.mlir" % i)
+        with open(src, "w") as f:
+            f.write(mlir)
+        grad_ir = os.path.join(work, "case%d-grad.mlir" % i)
+        r = subprocess.run(["rewire-opt", src, "--rewire-autodiff=wrt=all", "-o", grad_ir],
+                           capture_output=True, text=True)
+        rwx = os.path.join(work, "case%d.rwx" % i)
+        if r.returncode == 0:
+            r = subprocess.run(["rewire-compile", grad_ir, "-o", rwx], capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL %s: %s" % (name, r.stderr.strip()[-600:]))
+            bad += 1
+            continue
+        feeds = [(rng.uniform(0.5, 2.0, s) if n in positive else rng.standard_normal(s)).astype(np.float32)
+                 for n, s in args]
+        got = rewire_runtime.Model(rwx).run("forward_grad", *feeds)
+        ts = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in feeds]
+        loss = fn(*ts)
+        loss.backward()
+        want = [loss.detach().numpy()] + [x.grad.numpy() for x in ts]
+        worst = 0.0
+        ok = len(got) == len(want)
+        for g, w in zip(got, want):
+            err = np.abs(g.astype(np.float64) - w)
+            ok &= bool(np.all(err <= 1e-4 * np.maximum(1.0, np.abs(w))))
+            worst = max(worst, float(err.max()))
+        bad += not ok
+        print("%s %s: loss and %d gradients, max abs error vs PyTorch %.2e" % (
+            "ok  " if ok else "FAIL", name, len(got) - 1, worst))
+    print("%d cases, %d failed" % (len(CASES), bad))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
