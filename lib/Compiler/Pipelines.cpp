@@ -16,6 +16,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace rewire::compiler;
 
@@ -90,8 +92,10 @@ LogicalResult rewire::compiler::applyResidualRewrite(ModuleOp module, StringRef 
                      "--residual='" + spec.str() + "'");
 }
 
-LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOptions &options,
-                                              ModuleInfo &info) {
+void rewire::compiler::collectParameterSources(ModuleOp module, ModuleInfo &info) {
+  if (info.collected)
+    return;
+  info.collected = true;
   if (auto file = module->getAttrOfType<StringAttr>(nn::kParameterFileAttrName))
     info.parameterFile = file.str();
   for (auto global : module.getOps<ml_program::GlobalOp>()) {
@@ -107,6 +111,35 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
     }
     info.parameters[global.getSymName().str()] = src;
   }
+}
+
+LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec,
+                                                 ModuleInfo &info) {
+  collectParameterSources(module, info);
+  for (char c : spec)
+    if (!llvm::isAlnum(c) && !StringRef("_-.=:,").contains(c))
+      return module.emitError() << "rewire-compile: --train='" << spec << "' contains '" << c
+                                << "'; expected OPTIMIZER[:option=value,...]";
+  auto [optimizer, rest] = spec.split(':');
+  std::string options = "optimizer=" + optimizer.str();
+  SmallVector<StringRef> parts;
+  rest.split(parts, ',', -1, false);
+  for (StringRef p : parts) {
+    if (!p.contains('='))
+      return module.emitError() << "rewire-compile: --train option '" << p
+                                << "' is not option=value";
+    auto [key, value] = p.split('=');
+    // frozen takes a list: its prefixes are separated by '+' on the command line.
+    options += " " + key.str() + "=" + (key == "frozen" ? value.str() : value.str());
+  }
+  std::replace(options.begin(), options.end(), '+', ',');
+  return runPipeline(module, "nn-parameters-to-arguments,rewire-train-step{" + options + "}",
+                     "--train='" + spec.str() + "'");
+}
+
+LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOptions &options,
+                                              ModuleInfo &info) {
+  collectParameterSources(module, info);
 
   // Inputs are the caller's buffers: never written in place.
   MLIRContext *ctx = module.getContext();

@@ -250,6 +250,49 @@ def Autodiff : Pass<"rewire-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
 
+def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
+  let summary = "Build eval_step and train_step (loss, gradients, optimizer update) as IR";
+  let description = [{
+    From `function(inputs..., parameters...) -> prediction` (parameters are
+    arguments with `nn.parameter`: run `nn-parameters-to-arguments` first)
+    builds, in the nn dialect:
+
+    * `eval_step(inputs..., target, params...) -> loss`, the `loss` of the
+      prediction (`mse`: mean of squared errors over all elements);
+    * `train_step(inputs..., target, params..., states..., lr[, bias
+      corrections]) -> (loss, params'..., states'...)`: the loss before the
+      update, its gradients by rewire-autodiff, and one optimizer step,
+      PyTorch's semantics: `sgd` (`d = g + wd p; buf = momentum buf + d;
+      p -= lr buf`, no buffer when momentum is 0) or `adamw` (`p *= 1 - lr
+      wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr (m c1) /
+      (sqrt(v c2) + eps)` with the bias corrections `c1 = 1/(1-b1^t)`,
+      `c2 = 1/(1-b2^t)` and `lr` passed by the runtime, which owns the
+      schedule).
+
+    Parameters matching `frozen` (comma-separated name prefixes) are inputs
+    of train_step but get no gradient, state or update. Arguments and
+    results are named (`nn.name`): `target`, `param:<name>`,
+    `state:<name>:momentum|m|v`, `lr`, `bias_correction1|2`, `loss`, so a
+    training loop binds them by name. Both functions take parameters as
+    ordinary inputs (the runtime owns and updates them); `function` keeps
+    its parameters for inference.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"", "the model function">,
+    Option<"loss", "loss", "std::string", "\"mse\"", "the loss: mse">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"", "sgd or adamw">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "SGD L2 penalty (added to the gradient) or AdamW decoupled decay">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"frozen", "frozen", "std::string", "\"\"",
+           "comma-separated parameter-name prefixes not to train">,
+  ];
+  let dependentDialects = ["::rewire::nn::NNDialect"];
+}
+
 def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
   let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
   let description = [{

@@ -51,7 +51,7 @@ static cl::opt<std::string> paramsPath(
 static cl::opt<Stage> emit(
     "emit", cl::desc("Stop after a stage and write it:"), cl::init(Stage::artifact),
     cl::values(clEnumValN(Stage::nn, "nn", "the nn IR (imported, before rewriting)"),
-               clEnumValN(Stage::residual, "residual", "after detection and --residual"),
+               clEnumValN(Stage::residual, "residual", "after --residual (and --train's steps)"),
                clEnumValN(Stage::linalg, "linalg", "linalg on tensors, fused"),
                clEnumValN(Stage::llvmDialect, "llvm-dialect", "MLIR's LLVM dialect, before translation"),
                clEnumValN(Stage::llvm, "llvm", "optimized LLVM IR"),
@@ -66,6 +66,11 @@ static cl::opt<std::string> residual(
     "residual",
     cl::desc("Detect residual adds and rewrite them: KIND[:option=value,...] with the kinds "
              "and options of residual-rewrite, e.g. review:init=identity"),
+    cl::value_desc("spec"), cl::cat(category));
+static cl::opt<std::string> train(
+    "train",
+    cl::desc("Also compile eval_step and train_step (MSE loss) for OPTIMIZER[:option=value,...]: "
+             "sgd or adamw; options momentum, weight-decay, beta1, beta2, eps, frozen=PREFIX+PREFIX"),
     cl::value_desc("spec"), cl::cat(category));
 static cl::opt<std::string> cpu("cpu", cl::desc("Target CPU: native (default), generic, znver4, ..."),
                                 cl::init("native"), cl::cat(category));
@@ -219,10 +224,11 @@ int main(int argc, char **argv) {
 
   if (!options.residual.empty() && failed(applyResidualRewrite(*module, options.residual)))
     return 3;
+  ModuleInfo info;
+  if (!train.empty() && failed(addTrainingSteps(*module, train, info)))
+    return 3;
   if (emit == Stage::residual)
     return writeText(output, [&](raw_ostream &os) { module->print(os); });
-
-  ModuleInfo info;
   if (failed(lowerToLinalg(*module, options, info)))
     return 3;
   if (emit == Stage::linalg)

@@ -84,7 +84,20 @@ struct ModuleInfo {
   std::map<std::string, ParameterSource> parameters;
   /// The module's nn.parameter_file attribute (may be empty).
   std::string parameterFile;
+  /// Whether the sources were collected (before globals became arguments).
+  bool collected = false;
 };
+
+/// Records where every parameter's initial value comes from; must run while
+/// the ml_program globals still exist (lowerToLinalg and addTrainingSteps
+/// call it).
+void collectParameterSources(mlir::ModuleOp module, ModuleInfo &info);
+
+/// Adds eval_step and train_step (rewire-train-step) for
+/// `OPTIMIZER[:option=value,...]`, e.g. `adamw:weight-decay=0.01`; frozen
+/// parameter prefixes are joined with '+' (`frozen=wte+wpe`).
+mlir::LogicalResult addTrainingSteps(mlir::ModuleOp module, llvm::StringRef spec,
+                                     ModuleInfo &info);
 
 /// Runs residual-detect and residual-rewrite for `spec` (see CompileOptions).
 mlir::LogicalResult applyResidualRewrite(mlir::ModuleOp module, llvm::StringRef spec);

@@ -1,0 +1,186 @@
+//===- TrainStep.cpp - The training step as IR ----------------------------===//
+//
+// Implements rewire-train-step (see Passes.td): eval_step (the loss),
+// train_step (loss, gradients by reverse-mode differentiation, optimizer
+// update), both in the nn dialect so they compile like any model.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Transforms/Passes.h"
+
+#include "lib/Autodiff/Differentiate.h"
+#include "lib/Autodiff/ReverseMode.h"
+
+#include "dialects/nn/NNOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace rewire {
+#define GEN_PASS_DEF_TRAINSTEP
+#include "passes/Transforms/Passes.h.inc"
+} // namespace rewire
+
+using namespace mlir;
+using namespace rewire;
+
+namespace {
+
+struct TrainStepPass : public rewire::impl::TrainStepBase<TrainStepPass> {
+  using TrainStepBase::TrainStepBase;
+  void runOnOperation() override;
+};
+
+StringAttr str(MLIRContext *ctx, const Twine &s) { return StringAttr::get(ctx, s); }
+
+NamedAttribute nameAttr(MLIRContext *ctx, const Twine &s) {
+  return NamedAttribute(str(ctx, "nn.name"), str(ctx, s));
+}
+
+/// Parameters become plain, named inputs ("param:<name>").
+void renameParameters(func::FuncOp fn) {
+  MLIRContext *ctx = fn.getContext();
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto p = fn.getArgAttrOfType<StringAttr>(i, "nn.parameter")) {
+      fn.removeArgAttr(i, "nn.parameter");
+      fn.setArgAttr(i, "nn.name", str(ctx, "param:" + p.getValue()));
+    }
+}
+
+void TrainStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  auto fail = [&](const Twine &msg) {
+    module.emitError("rewire-train-step: ") << msg;
+    signalPassFailure();
+  };
+  auto fwd = module.lookupSymbol<func::FuncOp>(function);
+  if (!fwd || fwd.isExternal() || !fwd.getBody().hasOneBlock())
+    return fail("no single-block function '" + function + "'");
+  if (loss != "mse")
+    return fail("loss '" + loss + "' is not available (mse)");
+  if (optimizer != "sgd" && optimizer != "adamw")
+    return fail("optimizer '" + optimizer + "' is not sgd or adamw");
+  for (StringRef name : {"eval_step", "train_step"})
+    if (module.lookupSymbol(name))
+      return fail("'" + name + "' exists already");
+  if (fwd.getNumResults() == 0)
+    return fail("'" + function + "' returns nothing");
+  auto predType = dyn_cast<RankedTensorType>(fwd.getResultTypes()[0]);
+  if (!predType || !isa<FloatType>(predType.getElementType()))
+    return fail("the prediction of '" + function + "' is not a float tensor");
+  Type elt = predType.getElementType();
+  auto scalarType = RankedTensorType::get({}, elt);
+
+  // eval_step(inputs..., target, params...) -> loss.
+  auto eval = fwd.clone();
+  eval.setSymName("eval_step");
+  SymbolTable(module).insert(eval, std::next(Block::iterator(fwd)));
+  unsigned firstParam = eval.getNumArguments();
+  for (unsigned i = 0; i < eval.getNumArguments(); ++i)
+    if (eval.getArgAttr(i, "nn.parameter")) {
+      firstParam = i;
+      break;
+    }
+  for (unsigned i = firstParam; i < eval.getNumArguments(); ++i)
+    if (!eval.getArgAttr(i, "nn.parameter"))
+      return fail("inputs must come before parameters in '" + function + "'");
+  if (failed(eval.insertArgument(firstParam, predType,
+                                 DictionaryAttr::get(ctx, {nameAttr(ctx, "target")}), fwd.getLoc())))
+    return fail("cannot add the target argument");
+  {
+    auto ret = cast<func::ReturnOp>(eval.getBody().front().getTerminator());
+    ImplicitLocOpBuilder b(ret.getLoc(), ret);
+    Value d = nn::SubOp::create(b, ret.getOperand(0), eval.getArgument(firstParam));
+    Value sq = nn::MulOp::create(b, d, d);
+    Value l = nn::ReduceMeanOp::create(b, scalarType, sq, b.getDenseI64ArrayAttr({}),
+                                       b.getBoolAttr(false));
+    func::ReturnOp::create(b, ValueRange{l});
+    ret.erase();
+    eval.setFunctionType(FunctionType::get(ctx, eval.getArgumentTypes(), {scalarType}));
+    eval.setResultAttrs(0, DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")}));
+  }
+
+  // train_step: the loss and its gradients, then the update.
+  auto train = eval.clone();
+  train.setSymName("train_step");
+  SymbolTable(module).insert(train, std::next(Block::iterator(eval)));
+  SmallVector<std::string> frozenPrefixes;
+  for (StringRef p : llvm::split(StringRef(frozen), ','))
+    if (!p.trim().empty())
+      frozenPrefixes.push_back(p.trim().str());
+  SmallVector<unsigned> gradArgs;
+  if (failed(autodiff::differentiate(train, "parameters", frozenPrefixes, &gradArgs)))
+    return signalPassFailure();
+
+  bool adam = optimizer == "adamw";
+  bool sgdMomentum = !adam && momentum != 0.0;
+  unsigned statesPerParam = adam ? 2 : sgdMomentum ? 1 : 0;
+  SmallVector<std::string> names;
+  for (unsigned a : gradArgs)
+    names.push_back(train.getArgAttrOfType<StringAttr>(a, "nn.parameter").str());
+  // Optimizer state and scalar inputs go after everything else.
+  SmallVector<SmallVector<Value, 2>> states(gradArgs.size());
+  auto addArg = [&](Type t, const Twine &name) {
+    unsigned i = train.getNumArguments();
+    (void)train.insertArgument(i, t, DictionaryAttr::get(ctx, {nameAttr(ctx, name)}), train.getLoc());
+    return train.getArgument(i);
+  };
+  for (auto [k, a] : llvm::enumerate(gradArgs))
+    for (unsigned s = 0; s < statesPerParam; ++s)
+      states[k].push_back(addArg(train.getArgument(a).getType(),
+                                 "state:" + names[k] + ":" + (adam ? (s ? "v" : "m") : "momentum")));
+  Value lr = addArg(scalarType, "lr");
+  Value bc1, bc2;
+  if (adam) {
+    bc1 = addArg(scalarType, "bias_correction1");
+    bc2 = addArg(scalarType, "bias_correction2");
+  }
+
+  auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
+  ImplicitLocOpBuilder b(ret.getLoc(), ret);
+  auto num = [&](double v) { return autodiff::scalar(b, elt, v); };
+  auto mul = [&](Value x, Value y) { return nn::MulOp::create(b, x, y).getResult(); };
+  auto add = [&](Value x, Value y) { return nn::AddOp::create(b, x, y).getResult(); };
+  auto sub = [&](Value x, Value y) { return nn::SubOp::create(b, x, y).getResult(); };
+  SmallVector<Value> results = {ret.getOperand(0)};
+  SmallVector<Value> newStates;
+  SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")})};
+  SmallVector<DictionaryAttr> stateAttrs;
+  for (auto [k, a] : llvm::enumerate(gradArgs)) {
+    Value p = train.getArgument(a), g = ret.getOperand(1 + k), np;
+    if (!adam) {
+      Value d = weightDecay != 0.0 ? add(g, mul(num(weightDecay), p)) : g;
+      if (sgdMomentum) {
+        d = add(mul(num(momentum), states[k][0]), d);
+        newStates.push_back(d);
+        stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "state:" + names[k] + ":momentum")}));
+      }
+      np = sub(p, mul(lr, d));
+    } else {
+      Value decayed = weightDecay != 0.0 ? mul(p, sub(num(1.0), mul(lr, num(weightDecay)))) : p;
+      Value m = add(mul(num(beta1), states[k][0]), mul(num(1.0 - beta1), g));
+      Value v = add(mul(num(beta2), states[k][1]), mul(num(1.0 - beta2), mul(g, g)));
+      Value denom = add(nn::SqrtOp::create(b, mul(v, bc2)), num(eps));
+      np = sub(decayed, mul(lr, nn::DivOp::create(b, mul(m, bc1), denom)));
+      newStates.push_back(m);
+      newStates.push_back(v);
+      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "state:" + names[k] + ":m")}));
+      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "state:" + names[k] + ":v")}));
+    }
+    results.push_back(np);
+    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "param:" + names[k])}));
+  }
+  results.append(newStates.begin(), newStates.end());
+  attrs.append(stateAttrs.begin(), stateAttrs.end());
+  SmallVector<Type> types;
+  for (Value v : results)
+    types.push_back(v.getType());
+  func::ReturnOp::create(b, results);
+  ret.erase();
+  train.setFunctionType(FunctionType::get(ctx, train.getArgumentTypes(), types));
+  train.setAllResultAttrs(attrs);
+  renameParameters(eval);
+  renameParameters(train);
+}
+
+} // namespace
