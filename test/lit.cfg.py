@@ -46,7 +46,8 @@ llvm_config.add_tool_substitutions(
      ToolSubst("rewire-export", unresolved="fatal"),
      ToolSubst("rewire-report", unresolved="fatal"),
      ToolSubst("rewire-compile", unresolved="fatal"),
-     ToolSubst("rewire-run", unresolved="fatal")],
+     ToolSubst("rewire-run", unresolved="fatal"),
+     ToolSubst("rewire-train", unresolved="fatal")],
     [config.rewire_tools_dir])
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "utils"))

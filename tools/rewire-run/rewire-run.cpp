@@ -15,6 +15,7 @@
 // compiled, loaded or a file not read/written.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/common/CompileCache.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/Npy.h"
 #include "rewire/Version.h"
@@ -273,76 +274,6 @@ void print(const HostTensor &t, int64_t max, std::ostream &os) {
   os << "\n";
 }
 
-uint64_t fnv1a(const std::string &bytes, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string toolDir() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0)
-    return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
-
-/// Compiles an .onnx/.mlir model into the cache, once per content + flags.
-std::string compileCached(const Options &o) {
-  std::ifstream in(o.model, std::ios::binary);
-  if (!in)
-    die("cannot read '" + o.model + "'", 4);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string key = ss.str() + "\n" REWIRE_VERSION_STRING;
-  for (const std::string &f : o.compileFlags)
-    key += "\n" + f;
-  // The parameters of an .mlir model live in a file beside it.
-  std::string compiler = toolDir() + "/rewire-compile";
-  struct stat st;
-  if (::stat(compiler.c_str(), &st) == 0)
-    key += "\n" + std::to_string(st.st_mtime);
-  char hash[32];
-  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(fnv1a(key)));
-  const char *env = std::getenv("REWIRE_CACHE_DIR");
-  const char *home = std::getenv("HOME");
-  std::string root = env && *env ? env
-                     : std::getenv("XDG_CACHE_HOME") ? std::string(std::getenv("XDG_CACHE_HOME")) + "/rewire"
-                                                     : std::string(home ? home : "/tmp") + "/.cache/rewire";
-  std::string dir = root + "/" + hash;
-  std::string artifact = dir + "/model.rwx";
-  bool mlir = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".mlir") == 0;
-  if (::stat(artifact.c_str(), &st) == 0 && !mlir)
-    return artifact;
-  std::string mk = "mkdir -p '" + dir + "'";
-  for (char c : dir)
-    if (c == '\'')
-      die("cache folder '" + dir + "' contains a quote", 4);
-  if (std::system(mk.c_str()) != 0)
-    die("cannot create the cache folder '" + dir + "' (set REWIRE_CACHE_DIR)", 4);
-  std::vector<std::string> args = {compiler, o.model, "-o", artifact};
-  args.insert(args.end(), o.compileFlags.begin(), o.compileFlags.end());
-  std::vector<char *> argvv;
-  for (std::string &a : args)
-    argvv.push_back(a.data());
-  argvv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execv(compiler.c_str(), argvv.data());
-    std::perror("rewire-run: cannot start rewire-compile");
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0)
-    die("compiling '" + o.model + "' failed (rewire-compile exit " +
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")", 4);
-  return artifact;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -353,7 +284,7 @@ int main(int argc, char **argv) {
     return o.model.size() >= n && o.model.compare(o.model.size() - n, n, ext) == 0;
   };
   if (endsWith(".onnx") || endsWith(".mlir"))
-    artifact = compileCached(o);
+    artifact = tools::compileCached(o.model, o.compileFlags, [](const std::string &m, int c) { die(m, c); });
   else if (!o.compileFlags.empty())
     die("--compile-flag applies to .onnx/.mlir models only", 1);
 

@@ -1,0 +1,91 @@
+//===- CompileCache.cpp - Compile models for the runtime tools ------------===//
+#include "tools/common/CompileCache.h"
+#include "rewire/Version.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace rewire::tools {
+
+namespace {
+uint64_t fnv1a(const std::string &bytes, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+} // namespace
+
+std::string toolDir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+/// Compiles an .onnx/.mlir model into the cache, once per content + flags.
+
+std::string compileCached(const std::string &model, const std::vector<std::string> &flags,
+                          const std::function<void(const std::string &, int)> &die) {
+  std::ifstream in(model, std::ios::binary);
+  if (!in)
+    die("cannot read '" + model + "'", 4);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string key = ss.str() + "\n" REWIRE_VERSION_STRING;
+  for (const std::string &f : flags)
+    key += "\n" + f;
+  // The parameters of an .mlir model live in a file beside it.
+  std::string compiler = toolDir() + "/rewire-compile";
+  struct stat st;
+  if (::stat(compiler.c_str(), &st) == 0)
+    key += "\n" + std::to_string(st.st_mtime);
+  char hash[32];
+  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+  const char *env = std::getenv("REWIRE_CACHE_DIR");
+  const char *home = std::getenv("HOME");
+  std::string root = env && *env ? env
+                     : std::getenv("XDG_CACHE_HOME") ? std::string(std::getenv("XDG_CACHE_HOME")) + "/rewire"
+                                                     : std::string(home ? home : "/tmp") + "/.cache/rewire";
+  std::string dir = root + "/" + hash;
+  std::string artifact = dir + "/model.rwx";
+  bool mlir = model.size() > 5 && model.compare(model.size() - 5, 5, ".mlir") == 0;
+  if (::stat(artifact.c_str(), &st) == 0 && !mlir)
+    return artifact;
+  std::string mk = "mkdir -p '" + dir + "'";
+  for (char c : dir)
+    if (c == '\'')
+      die("cache folder '" + dir + "' contains a quote", 4);
+  if (std::system(mk.c_str()) != 0)
+    die("cannot create the cache folder '" + dir + "' (set REWIRE_CACHE_DIR)", 4);
+  std::vector<std::string> args = {compiler, model, "-o", artifact};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<char *> argvv;
+  for (std::string &a : args)
+    argvv.push_back(a.data());
+  argvv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execv(compiler.c_str(), argvv.data());
+    std::perror("rewire-run: cannot start rewire-compile");
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0)
+    die("compiling '" + model + "' failed (rewire-compile exit " +
+            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")", 4);
+  return artifact;
+}
+
+
+} // namespace rewire::tools

@@ -1,0 +1,428 @@
+//===- rewire-train.cpp - Train a model with the compiled train step ------===//
+//
+// Compiles the model with `rewire-compile --train` (loss, gradients and the
+// optimizer update are IR, see rewire-train-step) and runs train_step in a
+// loop with the runtime: parameters and optimizer state live in two sets of
+// buffers that swap roles each step (no copies), batches come from .npy
+// files, the learning-rate schedule is computed here.
+//
+//   rewire-train model.onnx --inputs x.npy --targets y.npy --steps 200 \
+//       --optimizer adamw --lr 1e-3 --metrics m.csv --checkpoint ckpt/
+//
+// Checkpoints are `model-<step>.safetensors` (parameters and state) plus
+// `state.json` naming it, each written atomically; state.json is written
+// last, so a kill at any moment leaves a consistent pair. --resume continues
+// from it and reproduces the uninterrupted run bit for bit.
+//
+// Exit codes: 0 trained; 1 bad command line; 2 data that does not fit the
+// model; 3 the loss became NaN or infinite; 4 compile, load or file I/O.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Runtime/Runtime.h"
+#include "rewire/Support/AtomicFile.h"
+#include "rewire/Support/Json.h"
+#include "rewire/Support/Npy.h"
+#include "rewire/Support/Safetensors.h"
+#include "tools/common/CompileCache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace rewire;
+using namespace rewire::runtime;
+
+namespace {
+
+[[noreturn]] void die(const std::string &message, int code) {
+  std::cerr << "rewire-train: error: " << message << "\n";
+  std::exit(code);
+}
+
+struct Options {
+  std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
+      checkpoint, output, residual, frozen;
+  double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
+         eps = 1e-8;
+  int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0;
+  bool shuffle = false, resume = false;
+};
+
+void usage() {
+  std::cout
+      << "usage: rewire-train MODEL.(onnx|mlir|rwx) --inputs X.npy --targets Y.npy [options]\n"
+         "  --steps=N --lr=LR --optimizer=sgd|adamw --momentum=M --weight-decay=WD\n"
+         "  --beta1=B1 --beta2=B2 --eps=E      AdamW hyper-parameters\n"
+         "  --schedule=constant|cosine --warmup=W --min-lr=LR\n"
+         "  --shuffle --seed=S                 shuffle examples per epoch (seeded)\n"
+         "  --residual=KIND[:opts]             rewrite the residual stream first\n"
+         "  --frozen=PREFIX,PREFIX             parameters not to train\n"
+         "  --metrics=FILE.csv                 step,loss,lr per step (loss before the update)\n"
+         "  --log-every=K                      progress line every K steps (0: none)\n"
+         "  --checkpoint=DIR --checkpoint-every=K --resume\n"
+         "  --output=FILE.safetensors          the trained parameters (model names)\n"
+         "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&](const char *flag) -> std::optional<std::string> {
+      std::string f = std::string("--") + flag + "=";
+      return a.rfind(f, 0) == 0 ? std::optional<std::string>(a.substr(f.size())) : std::nullopt;
+    };
+    auto number = [&](const std::string &v, const char *flag) {
+      char *end = nullptr;
+      double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !std::isfinite(d) || d < 0)
+        die(std::string("--") + flag + " expects a non-negative number, got '" + v + "'", 1);
+      return d;
+    };
+    auto count = [&](const std::string &v, const char *flag) {
+      double d = number(v, flag);
+      if (d != std::floor(d) || d > 1e12)
+        die(std::string("--") + flag + " expects a whole number, got '" + v + "'", 1);
+      return static_cast<int64_t>(d);
+    };
+    if (a == "--help" || a == "-h") {
+      usage();
+      std::exit(0);
+    } else if (auto v = val("inputs")) o.inputs = *v;
+    else if (auto v = val("targets")) o.targets = *v;
+    else if (auto v = val("optimizer")) o.optimizer = *v;
+    else if (auto v = val("schedule")) o.schedule = *v;
+    else if (auto v = val("metrics")) o.metrics = *v;
+    else if (auto v = val("checkpoint")) o.checkpoint = *v;
+    else if (auto v = val("output")) o.output = *v;
+    else if (auto v = val("residual")) o.residual = *v;
+    else if (auto v = val("frozen")) o.frozen = *v;
+    else if (auto v = val("lr")) o.lr = number(*v, "lr");
+    else if (auto v = val("min-lr")) o.minLr = number(*v, "min-lr");
+    else if (auto v = val("momentum")) o.momentum = number(*v, "momentum");
+    else if (auto v = val("weight-decay")) o.weightDecay = number(*v, "weight-decay");
+    else if (auto v = val("beta1")) o.beta1 = number(*v, "beta1");
+    else if (auto v = val("beta2")) o.beta2 = number(*v, "beta2");
+    else if (auto v = val("eps")) o.eps = number(*v, "eps");
+    else if (auto v = val("steps")) o.steps = count(*v, "steps");
+    else if (auto v = val("warmup")) o.warmup = count(*v, "warmup");
+    else if (auto v = val("log-every")) o.logEvery = count(*v, "log-every");
+    else if (auto v = val("checkpoint-every")) o.checkpointEvery = count(*v, "checkpoint-every");
+    else if (auto v = val("seed")) o.seed = count(*v, "seed");
+    else if (a == "--shuffle") o.shuffle = true;
+    else if (a == "--resume") o.resume = true;
+    else if (a.rfind("-", 0) == 0) die("unknown option '" + a + "' (see --help)", 1);
+    else if (o.model.empty()) o.model = a;
+    else die("more than one model given", 1);
+  }
+  if (o.model.empty() || o.inputs.empty() || o.targets.empty()) {
+    usage();
+    std::exit(1);
+  }
+  if (o.optimizer != "sgd" && o.optimizer != "adamw")
+    die("--optimizer must be sgd or adamw", 1);
+  if (o.schedule != "constant" && o.schedule != "cosine")
+    die("--schedule must be constant or cosine", 1);
+  if (o.beta1 >= 1 || o.beta2 >= 1)
+    die("--beta1 and --beta2 must be below 1", 1);
+  if (o.resume && o.checkpoint.empty())
+    die("--resume needs --checkpoint=DIR", 1);
+  for (const std::string *s : {&o.residual, &o.frozen})
+    for (char c : *s)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_-.=:,", c))
+        die("'" + *s + "' contains '" + std::string(1, c) + "'", 1);
+  return o;
+}
+
+/// The learning rate of step `t` (0-based).
+double learningRate(const Options &o, int64_t t) {
+  if (t < o.warmup)
+    return o.lr * static_cast<double>(t + 1) / static_cast<double>(o.warmup);
+  if (o.schedule == "constant")
+    return o.lr;
+  double span = static_cast<double>(std::max<int64_t>(1, o.steps - o.warmup));
+  double progress = std::min(1.0, static_cast<double>(t - o.warmup) / span);
+  return o.minLr + 0.5 * (o.lr - o.minLr) * (1.0 + std::cos(M_PI * progress));
+}
+
+HostTensor scalarTensor(double v) {
+  HostTensor t;
+  t.dtype = DType::F32;
+  float f = static_cast<float>(v);
+  t.data.resize(4);
+  std::memcpy(t.data.data(), &f, 4);
+  return t;
+}
+
+/// Example indices of the batch for step t (a per-epoch permutation when
+/// shuffling, seeded by seed and epoch, so a resumed run sees the same data).
+std::vector<int64_t> batchRows(const Options &o, int64_t t, int64_t batch, int64_t n) {
+  std::vector<int64_t> rows(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    int64_t k = t * batch + i;
+    int64_t epoch = k / n, pos = k % n;
+    if (!o.shuffle) {
+      rows[static_cast<size_t>(i)] = pos;
+      continue;
+    }
+    static thread_local int64_t cachedEpoch = -1;
+    static thread_local std::vector<int64_t> perm;
+    if (cachedEpoch != epoch) {
+      perm.resize(static_cast<size_t>(n));
+      std::iota(perm.begin(), perm.end(), 0);
+      std::mt19937_64 rng(static_cast<uint64_t>(o.seed) * 1000003u + static_cast<uint64_t>(epoch));
+      for (int64_t j = n - 1; j > 0; --j)
+        std::swap(perm[static_cast<size_t>(j)],
+                  perm[static_cast<size_t>(rng() % static_cast<uint64_t>(j + 1))]);
+      cachedEpoch = epoch;
+    }
+    rows[static_cast<size_t>(i)] = perm[static_cast<size_t>(pos)];
+  }
+  return rows;
+}
+
+void gather(const HostTensor &data, const std::vector<int64_t> &rows, HostTensor &out) {
+  size_t rowBytes = data.data.size() / static_cast<size_t>(data.shape[0]);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(out.data.data() + i * rowBytes, data.data.data() + static_cast<size_t>(rows[i]) * rowBytes,
+                rowBytes);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parse(argc, argv);
+  std::string artifact = o.model;
+  if (o.model.size() > 4 && o.model.compare(o.model.size() - 4, 4, ".rwx") != 0) {
+    std::string spec = o.optimizer;
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), ":momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g",
+                  o.momentum, o.weightDecay, o.beta1, o.beta2, o.eps);
+    spec += buf;
+    if (!o.frozen.empty()) {
+      std::string f = o.frozen;
+      std::replace(f.begin(), f.end(), ',', '+');
+      spec += ",frozen=" + f;
+    }
+    std::vector<std::string> flags = {"--train=" + spec};
+    if (!o.residual.empty())
+      flags.push_back("--residual=" + o.residual);
+    artifact = tools::compileCached(o.model, flags, die);
+  }
+  std::string error;
+  auto model = Model::load(artifact, error);
+  if (!model)
+    die(error, 4);
+  const FunctionInfo *train = model->function("train_step");
+  if (!train)
+    die("'" + artifact + "' has no train_step; compile it with rewire-compile --train", 4);
+
+  HostTensor xs, ys;
+  if (auto err = readNpy(o.inputs, xs))
+    die(*err, 2);
+  if (auto err = readNpy(o.targets, ys))
+    die(*err, 2);
+
+  // Bind train_step's inputs by name.
+  std::vector<HostTensor> in(train->inputs.size());
+  std::map<std::string, size_t> inIndex, outIndex;
+  for (size_t i = 0; i < train->inputs.size(); ++i) {
+    inIndex[train->inputs[i].name] = i;
+    in[i].dtype = train->inputs[i].dtype;
+    in[i].shape = train->inputs[i].shape;
+    in[i].data.assign(static_cast<size_t>(train->inputs[i].byteSize()), 0);
+  }
+  for (size_t i = 0; i < train->outputs.size(); ++i)
+    outIndex[train->outputs[i].name] = i;
+  size_t xIndex = 0, tIndex = inIndex.count("target") ? inIndex["target"] : SIZE_MAX;
+  if (tIndex != 1 || train->inputs[0].name.rfind("param:", 0) == 0)
+    die("train_step must take one data input and then the target", 2);
+  const TensorInfo &xi = train->inputs[xIndex], &ti = train->inputs[tIndex];
+  int64_t batch = xi.shape.empty() ? 0 : xi.shape[0];
+  auto fits = [&](const HostTensor &data, const TensorInfo &want, const char *what) {
+    std::vector<int64_t> rest(want.shape.begin() + 1, want.shape.end());
+    if (data.dtype != want.dtype || data.shape.size() != want.shape.size() || data.shape[0] < 1 ||
+        !std::equal(rest.begin(), rest.end(), data.shape.begin() + 1))
+      die(std::string(what) + " is " + data.typeString() + "; the model takes batches of " +
+              want.typeString() + " (first axis: examples)", 2);
+  };
+  fits(xs, xi, "--inputs");
+  fits(ys, ti, "--targets");
+  if (xs.shape[0] != ys.shape[0])
+    die("--inputs has " + std::to_string(xs.shape[0]) + " examples, --targets " +
+            std::to_string(ys.shape[0]), 2);
+  int64_t examples = xs.shape[0];
+  if (examples < batch)
+    die("fewer examples (" + std::to_string(examples) + ") than the compiled batch (" +
+            std::to_string(batch) + ")", 2);
+
+  // Initial parameters from the artifact's file; the state starts at zero.
+  SafetensorsMapping init;
+  {
+    std::string meta = model->metadata();
+    JsonValue root;
+    (void)parseJson(meta, root);
+    const JsonValue *pf = root.get("parameters_file");
+    std::string dir = artifact.substr(0, artifact.rfind('/') == std::string::npos ? 0 : artifact.rfind('/'));
+    std::string path = pf && pf->isString() ? (pf->text[0] == '/' ? pf->text : (dir.empty() ? "." : dir) + "/" + pf->text) : "";
+    if (auto err = init.open(path))
+      die("cannot read the initial parameters: " + *err, 4);
+  }
+  std::vector<size_t> paramIn, stateIn;
+  for (size_t i = 0; i < train->inputs.size(); ++i) {
+    const std::string &name = train->inputs[i].name;
+    if (name.rfind("param:", 0) == 0) {
+      const auto *t = init.find(name.substr(6));
+      if (!t || t->bytes != in[i].data.size())
+        die("initial value of '" + name.substr(6) + "' missing or of the wrong size", 4);
+      std::memcpy(in[i].data.data(), t->data, t->bytes);
+      paramIn.push_back(i);
+    } else if (name.rfind("state:", 0) == 0) {
+      stateIn.push_back(i);
+    }
+  }
+  // Outputs: loss, then updated parameters and state, each matched by name
+  // to the input it replaces.
+  std::vector<HostTensor> out(train->outputs.size());
+  std::vector<std::pair<size_t, size_t>> carry; // (output, input)
+  for (size_t i = 0; i < train->outputs.size(); ++i) {
+    out[i].dtype = train->outputs[i].dtype;
+    out[i].shape = train->outputs[i].shape;
+    out[i].data.assign(static_cast<size_t>(train->outputs[i].byteSize()), 0);
+    const std::string &name = train->outputs[i].name;
+    if (name != "loss") {
+      auto it = inIndex.find(name);
+      if (it == inIndex.end())
+        die("train_step output '" + name + "' matches no input", 4);
+      carry.push_back({i, it->second});
+    }
+  }
+  size_t lossOut = outIndex.count("loss") ? outIndex["loss"] : SIZE_MAX;
+  if (lossOut == SIZE_MAX)
+    die("train_step has no loss output", 4);
+
+  int64_t start = 0;
+  auto checkpointPath = [&](int64_t step) {
+    return o.checkpoint + "/model-" + std::to_string(step) + ".safetensors";
+  };
+  if (o.resume) {
+    std::ifstream sj(o.checkpoint + "/state.json");
+    std::stringstream ss;
+    ss << sj.rdbuf();
+    JsonValue st;
+    if (!sj || parseJson(ss.str(), st) || !st.get("step") || !st.get("step")->asInt())
+      die("no valid checkpoint state in '" + o.checkpoint + "/state.json'", 4);
+    start = *st.get("step")->asInt();
+    SafetensorsFile ck;
+    if (auto err = readSafetensors(checkpointPath(start), ck))
+      die(*err, 4);
+    for (size_t i : paramIn) {
+      auto it = ck.tensors.find(train->inputs[i].name);
+      if (it == ck.tensors.end() || it->second.data.size() != in[i].data.size())
+        die("checkpoint lacks '" + train->inputs[i].name + "'", 4);
+      std::memcpy(in[i].data.data(), it->second.data.data(), in[i].data.size());
+    }
+    for (size_t i : stateIn) {
+      auto it = ck.tensors.find(train->inputs[i].name);
+      if (it == ck.tensors.end() || it->second.data.size() != in[i].data.size())
+        die("checkpoint lacks '" + train->inputs[i].name + "'", 4);
+      std::memcpy(in[i].data.data(), it->second.data.data(), in[i].data.size());
+    }
+    std::cerr << "rewire-train: resumed from step " << start << "\n";
+  }
+  int64_t lastCheckpoint = o.resume ? start : -1;
+  auto writeCheckpoint = [&](int64_t step) {
+    ::mkdir(o.checkpoint.c_str(), 0755);
+    std::vector<SafetensorsEntry> entries;
+    for (size_t i : paramIn)
+      entries.push_back({train->inputs[i].name, "F32", in[i].shape,
+                         std::string(in[i].data.begin(), in[i].data.end())});
+    for (size_t i : stateIn)
+      entries.push_back({train->inputs[i].name, "F32", in[i].shape,
+                         std::string(in[i].data.begin(), in[i].data.end())});
+    if (auto err = writeSafetensors(checkpointPath(step), entries, {{"step", std::to_string(step)}}))
+      die(*err, 4);
+    std::string state = "{\"format\":\"rewire-train-state\",\"version\":1,\"step\":" +
+                        std::to_string(step) + ",\"seed\":" + std::to_string(o.seed) +
+                        ",\"parameters\":" + jsonQuote("model-" + std::to_string(step) + ".safetensors") + "}\n";
+    if (auto err = writeFileAtomically(o.checkpoint + "/state.json", {&state}))
+      die(*err, 4);
+    // The previous checkpoint is no longer referenced.
+    if (lastCheckpoint >= 0 && lastCheckpoint != step)
+      ::unlink(checkpointPath(lastCheckpoint).c_str());
+    lastCheckpoint = step;
+  };
+
+  FILE *metrics = nullptr;
+  if (!o.metrics.empty()) {
+    metrics = std::fopen(o.metrics.c_str(), o.resume ? "a" : "w");
+    if (!metrics)
+      die("cannot write '" + o.metrics + "'", 4);
+    if (!o.resume)
+      std::fprintf(metrics, "step,loss,lr\n");
+  }
+
+  bool adam = inIndex.count("bias_correction1") > 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t step = start; step < o.steps; ++step) {
+    std::vector<int64_t> rows = batchRows(o, step, batch, examples);
+    gather(xs, rows, in[xIndex]);
+    gather(ys, rows, in[tIndex]);
+    double lr = learningRate(o, step);
+    in[inIndex["lr"]] = scalarTensor(lr);
+    if (adam) {
+      double t = static_cast<double>(step + 1);
+      in[inIndex["bias_correction1"]] = scalarTensor(1.0 / (1.0 - std::pow(o.beta1, t)));
+      in[inIndex["bias_correction2"]] = scalarTensor(1.0 / (1.0 - std::pow(o.beta2, t)));
+    }
+    std::vector<const void *> ip;
+    std::vector<void *> op;
+    for (HostTensor &t : in)
+      ip.push_back(t.data.data());
+    for (HostTensor &t : out)
+      op.push_back(t.data.data());
+    if (auto err = model->runRaw("train_step", ip.data(), op.data()))
+      die(*err, 4);
+    double loss = out[lossOut].at(0);
+    if (!std::isfinite(loss))
+      die("the loss is " + std::to_string(loss) + " at step " + std::to_string(step) +
+              "; lower --lr or add --warmup", 3);
+    for (auto [oi, ii] : carry)
+      std::swap(out[oi].data, in[ii].data);
+    if (metrics)
+      std::fprintf(metrics, "%lld,%.9g,%.9g\n", static_cast<long long>(step), loss, lr);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o.logEvery > 0 && ((step + 1) % o.logEvery == 0 || step + 1 == o.steps)) {
+      double perStep = secs / static_cast<double>(step + 1 - start);
+      std::fprintf(stderr, "step %lld/%lld  loss %.6f  lr %.3g  %.0f examples/s  ETA %.0fs\n",
+                   static_cast<long long>(step + 1), static_cast<long long>(o.steps), loss, lr,
+                   static_cast<double>(batch) / perStep,
+                   perStep * static_cast<double>(o.steps - step - 1));
+    }
+    if (!o.checkpoint.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0)
+      writeCheckpoint(step + 1);
+  }
+  if (metrics)
+    std::fclose(metrics);
+  if (!o.checkpoint.empty())
+    writeCheckpoint(o.steps);
+  if (!o.output.empty()) {
+    std::vector<SafetensorsEntry> entries;
+    for (size_t i : paramIn)
+      entries.push_back({train->inputs[i].name.substr(6), "F32", in[i].shape,
+                         std::string(in[i].data.begin(), in[i].data.end())});
+    if (auto err = writeSafetensors(o.output, entries, {{"producer", "rewire-train"}}))
+      die(*err, 4);
+  }
+  return 0;
+}
