@@ -132,3 +132,63 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 #define GET_OP_CLASSES
 #include "dialects/nn/NNOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+namespace rewire::nn {
+
+LogicalResult ScatterAddOp::verify() {
+  auto u = cast<RankedTensorType>(getUpdates().getType());
+  auto i = cast<RankedTensorType>(getIndices().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (r.getRank() < 1)
+    return emitOpError() << "result must have rank >= 1, got " << r;
+  if (u.getElementType() != r.getElementType())
+    return emitOpError() << "'updates' and the result must have the same element type";
+  SmallVector<int64_t> want(i.getShape());
+  want.append(r.getShape().begin() + 1, r.getShape().end());
+  bool ok = u.getRank() == static_cast<int64_t>(want.size()) &&
+            llvm::all_of(llvm::zip(u.getShape(), want), [](auto p) {
+              return dimsAgree(std::get<0>(p), std::get<1>(p));
+            });
+  if (!ok)
+    return emitOpError() << "'updates' must have shape indices.shape + result.shape[1:], got "
+                         << u << " for indices " << i << " and result " << r;
+  return success();
+}
+
+/// logits [..., C] and labels [...] agree on the leading dimensions.
+static LogicalResult verifyRows(Operation *op, Value logits, Value labels) {
+  auto l = cast<RankedTensorType>(logits.getType());
+  auto y = cast<RankedTensorType>(labels.getType());
+  if (l.getRank() < 1 || y.getRank() != l.getRank() - 1 ||
+      !llvm::all_of(llvm::zip(y.getShape(), l.getShape().drop_back()),
+                    [](auto p) { return dimsAgree(std::get<0>(p), std::get<1>(p)); }))
+    return op->emitOpError() << "'labels' must have the shape of 'logits' without its last "
+                             << "(class) dimension, got " << y << " for " << l;
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(verifyRows(*this, getLogits(), getLabels())))
+    return failure();
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (r.getRank() != 0 || r.getElementType() != getLogits().getType().getElementType())
+    return emitOpError() << "result must be a 0-d tensor of the logits' element type, got " << r;
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(verifyRows(*this, getLogits(), getLabels())))
+    return failure();
+  auto g = cast<RankedTensorType>(getGrad().getType());
+  if (g.getRank() != 0)
+    return emitOpError() << "'grad' must be a 0-d tensor, got " << g;
+  if (getResult().getType() != getLogits().getType())
+    return emitOpError() << "result must have the logits' type";
+  return success();
+}
+
+} // namespace rewire::nn

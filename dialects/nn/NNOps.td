@@ -380,6 +380,68 @@ def NN_GatherOp : NN_InferOp<"gather"> {
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
+def NN_ScatterAddOp : NN_Op<"scatter_add", [Pure]> {
+  let summary = "sum rows into a table at indices (the gradient of gather on axis 0)";
+  let description = [{
+    The adjoint of `nn.gather` along axis 0: `result[indices[j], ...] +=
+    updates[j, ...]` over every index position `j`, into a zero table of the
+    result type, so `updates.shape = indices.shape + result.shape[1:]`.
+    Negative indices count from the end (as gather's do). Reverse-mode
+    differentiation produces it for embedding tables.
+
+    Example:
+    ```mlir
+    %d = nn.scatter_add %g, %ids : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$updates, NN_IndexTensor:$indices);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$updates `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure]> {
+  let summary = "mean softmax cross-entropy over the rows of logits, with an ignore index";
+  let description = [{
+    `logits : [..., C]`, integer `labels : [...]`: the mean over rows whose
+    label is not `ignore_index` of `logsumexp(logits_row) - logits_row[label]`
+    (PyTorch's `F.cross_entropy(..., ignore_index=)` with mean reduction; 0
+    when every row is ignored). Labels outside `[0, C)` other than the
+    ignore index read as no class (their logit term is 0); validate data
+    before training.
+
+    Example:
+    ```mlir
+    %l = nn.cross_entropy %z, %y {ignore_index = -100 : i64} : (tensor<2x16x256xf32>, tensor<2x16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_CrossEntropyGradOp : NN_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "the gradient of nn.cross_entropy with respect to the logits, fused";
+  let description = [{
+    `g * (softmax(logits_row) - onehot(label)) / count` per row (0 for
+    ignored rows), with `count` the number of rows not ignored and `g` the
+    loss's adjoint (a 0-d tensor): one pass per row, as reverse-mode
+    differentiation of `nn.cross_entropy` produces it.
+
+    Example:
+    ```mlir
+    %d = nn.cross_entropy_grad %z, %y, %g : (tensor<32x256xf32>, tensor<32xi64>, tensor<f32>) -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels, NN_FloatTensor:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def NN_UnsqueezeOp : NN_InferOp<"unsqueeze"> {
   let summary = "insert size-1 dimensions (ONNX Unsqueeze)";
   let description = [{

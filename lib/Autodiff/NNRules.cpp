@@ -3,7 +3,7 @@
 // Vector-Jacobian products of the nn ops, built from nn ops (so backward IR
 // lowers, fuses and exports like forward IR). Broadcast operands get their
 // gradient summed back to their shape (sumToShape). Ops without a rule here
-// (gather's table, slice, conv, pooling, batch_norm, attention) make
+// (slice, conv, pooling, batch_norm, attention, scatter_add) make
 // rewire-autodiff stop with an error naming the op.
 //
 //===----------------------------------------------------------------------===//
@@ -329,12 +329,16 @@ RULE(ConstantRule, nn::ConstantOp)
 END_RULE
 
 RULE(GatherRule, nn::GatherOp)
-  // Only the indices (integers, no gradient) are covered: the table's
-  // gradient needs a scatter-add op, which nn does not have yet.
-  if (!op.getData().getDefiningOp<nn::ConstantOp>())
-    return raw->emitError("rewire-autodiff: the gradient of nn.gather's data (embedding tables) "
-                          "needs a scatter-add, not available yet; freeze the table");
+  // Embedding tables: rows summed back at their indices (axis 0).
+  if (op.getAxis() != 0)
+    return raw->emitError("rewire-autodiff: nn.gather is differentiated along axis 0 only");
+  out.push_back(nn::ScatterAddOp::create(b, typeOf(op.getData()), g[0], op.getIndices()));
   out.push_back(Value());
+END_RULE
+
+RULE(CrossEntropyRule, nn::CrossEntropyOp)
+  out.push_back(nn::CrossEntropyGradOp::create(b, typeOf(op.getLogits()), op.getLogits(),
+                                               op.getLabels(), g[0], op.getIgnoreIndexAttr()));
   out.push_back(Value());
 END_RULE
 
@@ -375,5 +379,6 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::CastOp::attachInterface<CastRule>(*ctx);
     nn::ConstantOp::attachInterface<ConstantRule>(*ctx);
     nn::GatherOp::attachInterface<GatherRule>(*ctx);
+    nn::CrossEntropyOp::attachInterface<CrossEntropyRule>(*ctx);
   });
 }

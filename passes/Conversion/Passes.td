@@ -33,6 +33,8 @@ def ConvertResidualToLinalg : Pass<"convert-residual-to-linalg", "::mlir::func::
 }
 
 def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
+  // Also lowers the training ops (cross_entropy and its fused gradient,
+  // scatter_add through an scf.for over index positions).
   let summary = "Lower nn ops to linalg on tensors";
   let description = [{
     Lowers the tensor-graph ops to linalg on tensors: elementwise ops (with
@@ -58,6 +60,7 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
   ];
 }
 

@@ -42,10 +42,10 @@ func.func @forward(%x: tensor<4xf32> {nn.parameter = "x"}) -> tensor<4xf32> {
 
 // -----
 
-// Embedding tables need a scatter-add: said so, with the way out (freezing
-// the table works: see the FROZEN run below).
+// Embedding tables: the gradient of gather (axis 0) is a scatter_add.
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK: nn.scatter_add %{{.*}}, %{{.*}} : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<16x4xf32>
 func.func @forward(%t: tensor<16x4xf32> {nn.parameter = "emb"}, %i: tensor<2xi64>) -> tensor<f32> {
-  // expected-error @+1 {{rewire-autodiff: the gradient of nn.gather's data (embedding tables) needs a scatter-add, not available yet; freeze the table}}
   %e = nn.gather %t, %i {axis = 0 : i64} : (tensor<16x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
   %l = nn.reduce_sum %e {axes = array<i64>, keepdims = false} : (tensor<2x4xf32>) -> tensor<f32>
   return %l : tensor<f32>

@@ -765,6 +765,7 @@ struct ConvertNNToLinalgPass
                  GemmLowering>(ctx);
     populateNNDataMovementLowerings(patterns);
     populateNNAttentionLowering(patterns);
+    populateNNTrainingLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -19,6 +19,9 @@ mlir::Value reshapeStatic(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 /// slice, concat, squeeze, unsqueeze, cast.
 void populateNNDataMovementLowerings(mlir::RewritePatternSet &patterns);
 
+/// cross_entropy, cross_entropy_grad, scatter_add.
+void populateNNTrainingLowerings(mlir::RewritePatternSet &patterns);
+
 /// attention (scores contraction, scale + causal mask, nn.softmax, nn.matmul).
 void populateNNAttentionLowering(mlir::RewritePatternSet &patterns);
 

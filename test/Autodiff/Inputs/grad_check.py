@@ -102,6 +102,19 @@ case("gemm transB, relu, erf gelu, sigmoid, exp, sqrt, div, split/concat, pow",
      positive=("p",))
 
 
+case("embedding gather + cross_entropy (ignore index)",
+     [("emb", (10, 6)), ("w", (6, 5))], """
+  %ids = nn.constant dense<[[1, 3, 3, 9], [0, -1, 3, 2]]> : tensor<2x4xi64>
+  %e = nn.gather %emb, %ids {axis = 0 : i64} : (tensor<10x6xf32>, tensor<2x4xi64>) -> tensor<2x4x6xf32>
+  %z = nn.matmul %e, %w : (tensor<2x4x6xf32>, tensor<6x5xf32>) -> tensor<2x4x5xf32>
+  %y = nn.constant dense<[[0, 4, -100, 2], [1, 1, 3, -100]]> : tensor<2x4xi64>
+  %l = nn.cross_entropy %z, %y : (tensor<2x4x5xf32>, tensor<2x4xi64>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda emb, w: F.cross_entropy(
+         (emb[torch.tensor([[1, 3, 3, 9], [0, 9, 3, 2]])] @ w).reshape(8, 5),
+         torch.tensor([0, 4, -100, 2, 1, 1, 3, -100]), ignore_index=-100))
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)

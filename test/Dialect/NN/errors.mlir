@@ -728,3 +728,35 @@ func.func @constant_type() {
   %0 = "nn.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @scatter_add_shape(%g: tensor<2x16x32xf32>, %ids: tensor<2x16xi64>) -> tensor<256x64xf32> {
+  // expected-error @+1 {{'updates' must have shape indices.shape + result.shape[1:], got 'tensor<2x16x32xf32>' for indices 'tensor<2x16xi64>' and result 'tensor<256x64xf32>'}}
+  %0 = nn.scatter_add %g, %ids : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+  return %0 : tensor<256x64xf32>
+}
+
+// -----
+
+func.func @cross_entropy_labels(%z: tensor<2x16x256xf32>, %y: tensor<2x8xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'labels' must have the shape of 'logits' without its last (class) dimension, got 'tensor<2x8xi64>' for 'tensor<2x16x256xf32>'}}
+  %0 = nn.cross_entropy %z, %y : (tensor<2x16x256xf32>, tensor<2x8xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_result(%z: tensor<4x8xf32>, %y: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{result must be a 0-d tensor of the logits' element type, got 'tensor<4xf32>'}}
+  %0 = nn.cross_entropy %z, %y : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_scalar(%z: tensor<4x8xf32>, %y: tensor<4xi64>, %g: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'grad' must be a 0-d tensor, got 'tensor<4xf32>'}}
+  %0 = nn.cross_entropy_grad %z, %y, %g : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
