@@ -133,6 +133,7 @@ LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec
     options += " " + key.str() + "=" + (key == "frozen" ? value.str() : value.str());
   }
   std::replace(options.begin(), options.end(), '+', ',');
+  // `loss=cross_entropy` etc. pass through as options of rewire-train-step.
   return runPipeline(module, "nn-parameters-to-arguments,rewire-train-step{" + options + "}",
                      "--train='" + spec.str() + "'");
 }

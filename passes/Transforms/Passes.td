@@ -258,7 +258,10 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
     builds, in the nn dialect:
 
     * `eval_step(inputs..., target, params...) -> loss`, the `loss` of the
-      prediction (`mse`: mean of squared errors over all elements);
+      prediction (`mse`: mean of squared errors over all elements, target
+      shaped like the prediction; `cross_entropy`: `nn.cross_entropy` of
+      logits `[..., C]` against i64 labels `[...]`, rows labelled
+      `ignore-index` not counted);
     * `train_step(inputs..., target, params..., states..., lr[, bias
       corrections]) -> (loss, params'..., states'...)`: the loss before the
       update, its gradients by rewire-autodiff, and one optimizer step,
@@ -279,7 +282,9 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"function", "function", "std::string", "\"forward\"", "the model function">,
-    Option<"loss", "loss", "std::string", "\"mse\"", "the loss: mse">,
+    Option<"loss", "loss", "std::string", "\"mse\"", "the loss: mse or cross_entropy">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
+           "cross_entropy: the label of rows not to count">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"", "sgd or adamw">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"weightDecay", "weight-decay", "double", "0.0",

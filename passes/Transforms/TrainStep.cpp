@@ -56,8 +56,8 @@ void TrainStepPass::runOnOperation() {
   auto fwd = module.lookupSymbol<func::FuncOp>(function);
   if (!fwd || fwd.isExternal() || !fwd.getBody().hasOneBlock())
     return fail("no single-block function '" + function + "'");
-  if (loss != "mse")
-    return fail("loss '" + loss + "' is not available (mse)");
+  if (loss != "mse" && loss != "cross_entropy")
+    return fail("loss '" + loss + "' is not mse or cross_entropy");
   if (optimizer != "sgd" && optimizer != "adamw")
     return fail("optimizer '" + optimizer + "' is not sgd or adamw");
   for (StringRef name : {"eval_step", "train_step"})
@@ -84,16 +84,30 @@ void TrainStepPass::runOnOperation() {
   for (unsigned i = firstParam; i < eval.getNumArguments(); ++i)
     if (!eval.getArgAttr(i, "nn.parameter"))
       return fail("inputs must come before parameters in '" + function + "'");
-  if (failed(eval.insertArgument(firstParam, predType,
+  // MSE compares with a target like the prediction; cross-entropy takes
+  // integer class labels for the prediction's rows (logits [..., C]).
+  bool ce = loss == "cross_entropy";
+  if (ce && predType.getRank() < 1)
+    return fail("cross_entropy needs logits of rank >= 1");
+  Type targetType = ce ? Type(RankedTensorType::get(predType.getShape().drop_back(),
+                                                    IntegerType::get(ctx, 64)))
+                       : Type(predType);
+  if (failed(eval.insertArgument(firstParam, targetType,
                                  DictionaryAttr::get(ctx, {nameAttr(ctx, "target")}), fwd.getLoc())))
     return fail("cannot add the target argument");
   {
     auto ret = cast<func::ReturnOp>(eval.getBody().front().getTerminator());
     ImplicitLocOpBuilder b(ret.getLoc(), ret);
-    Value d = nn::SubOp::create(b, ret.getOperand(0), eval.getArgument(firstParam));
-    Value sq = nn::MulOp::create(b, d, d);
-    Value l = nn::ReduceMeanOp::create(b, scalarType, sq, b.getDenseI64ArrayAttr({}),
-                                       b.getBoolAttr(false));
+    Value l;
+    if (ce) {
+      l = nn::CrossEntropyOp::create(b, scalarType, ret.getOperand(0), eval.getArgument(firstParam),
+                                     b.getI64IntegerAttr(ignoreIndex));
+    } else {
+      Value d = nn::SubOp::create(b, ret.getOperand(0), eval.getArgument(firstParam));
+      Value sq = nn::MulOp::create(b, d, d);
+      l = nn::ReduceMeanOp::create(b, scalarType, sq, b.getDenseI64ArrayAttr({}),
+                                   b.getBoolAttr(false));
+    }
     func::ReturnOp::create(b, ValueRange{l});
     ret.erase();
     eval.setFunctionType(FunctionType::get(ctx, eval.getArgumentTypes(), {scalarType}));

@@ -69,8 +69,9 @@ static cl::opt<std::string> residual(
     cl::value_desc("spec"), cl::cat(category));
 static cl::opt<std::string> train(
     "train",
-    cl::desc("Also compile eval_step and train_step (MSE loss) for OPTIMIZER[:option=value,...]: "
-             "sgd or adamw; options momentum, weight-decay, beta1, beta2, eps, frozen=PREFIX+PREFIX"),
+    cl::desc("Also compile eval_step and train_step for OPTIMIZER[:option=value,...]: sgd or "
+             "adamw; options loss=mse|cross_entropy, ignore-index, momentum, weight-decay, beta1, "
+             "beta2, eps, frozen=PREFIX+PREFIX"),
     cl::value_desc("spec"), cl::cat(category));
 static cl::opt<std::string> cpu("cpu", cl::desc("Target CPU: native (default), generic, znver4, ..."),
                                 cl::init("native"), cl::cat(category));

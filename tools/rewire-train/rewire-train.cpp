@@ -31,7 +31,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <climits>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -51,7 +53,7 @@ namespace {
 
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
-      checkpoint, output, residual, frozen;
+      checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8;
   int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0;
@@ -61,6 +63,9 @@ struct Options {
 void usage() {
   std::cout
       << "usage: rewire-train MODEL.(onnx|mlir|rwx) --inputs X.npy --targets Y.npy [options]\n"
+         "       rewire-train MODEL --data TOKENS.bin [--token-dtype=uint16|uint32] [options]\n"
+         "       rewire-train MODEL --text FILE.txt [options]       (bytes are the tokens)\n"
+         "  --loss=mse|cross_entropy           default: cross_entropy for token data, else mse\n"
          "  --steps=N --lr=LR --optimizer=sgd|adamw --momentum=M --weight-decay=WD\n"
          "  --beta1=B1 --beta2=B2 --eps=E      AdamW hyper-parameters\n"
          "  --schedule=constant|cosine --warmup=W --min-lr=LR\n"
@@ -107,6 +112,10 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("output")) o.output = *v;
     else if (auto v = val("residual")) o.residual = *v;
     else if (auto v = val("frozen")) o.frozen = *v;
+    else if (auto v = val("data")) o.data = *v;
+    else if (auto v = val("text")) o.text = *v;
+    else if (auto v = val("token-dtype")) o.tokenDtype = *v;
+    else if (auto v = val("loss")) o.loss = *v;
     else if (auto v = val("lr")) o.lr = number(*v, "lr");
     else if (auto v = val("min-lr")) o.minLr = number(*v, "min-lr");
     else if (auto v = val("momentum")) o.momentum = number(*v, "momentum");
@@ -125,10 +134,18 @@ Options parse(int argc, char **argv) {
     else if (o.model.empty()) o.model = a;
     else die("more than one model given", 1);
   }
-  if (o.model.empty() || o.inputs.empty() || o.targets.empty()) {
+  bool tokens = !o.data.empty() || !o.text.empty();
+  if (o.model.empty() || (!tokens && (o.inputs.empty() || o.targets.empty())) ||
+      (!o.data.empty() && !o.text.empty())) {
     usage();
     std::exit(1);
   }
+  if (o.loss.empty())
+    o.loss = tokens ? "cross_entropy" : "mse";
+  if (o.loss != "mse" && o.loss != "cross_entropy")
+    die("--loss must be mse or cross_entropy", 1);
+  if (o.tokenDtype != "uint16" && o.tokenDtype != "uint32")
+    die("--token-dtype must be uint16 or uint32", 1);
   if (o.optimizer != "sgd" && o.optimizer != "adamw")
     die("--optimizer must be sgd or adamw", 1);
   if (o.schedule != "constant" && o.schedule != "cosine")
@@ -202,11 +219,12 @@ void gather(const HostTensor &data, const std::vector<int64_t> &rows, HostTensor
 
 int main(int argc, char **argv) {
   Options o = parse(argc, argv);
+  bool tokens = !o.data.empty() || !o.text.empty();
   std::string artifact = o.model;
   if (o.model.size() > 4 && o.model.compare(o.model.size() - 4, 4, ".rwx") != 0) {
-    std::string spec = o.optimizer;
+    std::string spec = o.optimizer + ":loss=" + o.loss;
     char buf[512];
-    std::snprintf(buf, sizeof(buf), ":momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g",
+    std::snprintf(buf, sizeof(buf), ",momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g",
                   o.momentum, o.weightDecay, o.beta1, o.beta2, o.eps);
     spec += buf;
     if (!o.frozen.empty()) {
@@ -228,10 +246,31 @@ int main(int argc, char **argv) {
     die("'" + artifact + "' has no train_step; compile it with rewire-compile --train", 4);
 
   HostTensor xs, ys;
-  if (auto err = readNpy(o.inputs, xs))
-    die(*err, 2);
-  if (auto err = readNpy(o.targets, ys))
-    die(*err, 2);
+  std::vector<int64_t> stream; // token data
+  if (tokens) {
+    std::ifstream f(o.data.empty() ? o.text : o.data, std::ios::binary);
+    if (!f)
+      die("cannot read '" + (o.data.empty() ? o.text : o.data) + "'", 4);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!o.text.empty()) {
+      for (unsigned char c : bytes)
+        stream.push_back(c);
+    } else {
+      size_t w = o.tokenDtype == "uint16" ? 2 : 4;
+      if (bytes.size() % w)
+        die("'" + o.data + "' is not a whole number of " + o.tokenDtype + " tokens", 2);
+      for (size_t i = 0; i < bytes.size(); i += w) {
+        uint32_t v = 0;
+        std::memcpy(&v, bytes.data() + i, w);
+        stream.push_back(v);
+      }
+    }
+  } else {
+    if (auto err = readNpy(o.inputs, xs))
+      die(*err, 2);
+    if (auto err = readNpy(o.targets, ys))
+      die(*err, 2);
+  }
 
   // Bind train_step's inputs by name.
   std::vector<HostTensor> in(train->inputs.size());
@@ -256,12 +295,31 @@ int main(int argc, char **argv) {
       die(std::string(what) + " is " + data.typeString() + "; the model takes batches of " +
               want.typeString() + " (first axis: examples)", 2);
   };
-  fits(xs, xi, "--inputs");
-  fits(ys, ti, "--targets");
-  if (xs.shape[0] != ys.shape[0])
-    die("--inputs has " + std::to_string(xs.shape[0]) + " examples, --targets " +
-            std::to_string(ys.shape[0]), 2);
-  int64_t examples = xs.shape[0];
+  int64_t examples = 0, seqLen = 0;
+  if (tokens) {
+    if (xi.shape.size() != 2 || xi.dtype != DType::I64 || ti.dtype != DType::I64 || ti.shape != xi.shape)
+      die("token training needs a model taking [batch, tokens] i64 ids and the cross_entropy "
+          "loss; it takes " + xi.typeString(), 2);
+    seqLen = xi.shape[1];
+    if (static_cast<int64_t>(stream.size()) < seqLen + 1)
+      die("the token data holds " + std::to_string(stream.size()) + " tokens, fewer than one "
+          "window of " + std::to_string(seqLen + 1), 2);
+    const FunctionInfo *fwd = model->function("forward");
+    int64_t vocab = fwd && !fwd->outputs.empty() && !fwd->outputs[0].shape.empty()
+                        ? fwd->outputs[0].shape.back() : INT64_MAX;
+    for (int64_t t : stream)
+      if (t >= vocab)
+        die("token " + std::to_string(t) + " is outside the model's vocabulary of " +
+                std::to_string(vocab), 2);
+    examples = (static_cast<int64_t>(stream.size()) - 1) / seqLen; // windows
+  } else {
+    fits(xs, xi, "--inputs");
+    fits(ys, ti, "--targets");
+    if (xs.shape[0] != ys.shape[0])
+      die("--inputs has " + std::to_string(xs.shape[0]) + " examples, --targets " +
+              std::to_string(ys.shape[0]), 2);
+    examples = xs.shape[0];
+  }
   if (examples < batch)
     die("fewer examples (" + std::to_string(examples) + ") than the compiled batch (" +
             std::to_string(batch) + ")", 2);
@@ -376,8 +434,20 @@ int main(int argc, char **argv) {
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t step = start; step < o.steps; ++step) {
     std::vector<int64_t> rows = batchRows(o, step, batch, examples);
-    gather(xs, rows, in[xIndex]);
-    gather(ys, rows, in[tIndex]);
+    if (tokens) {
+      // Window w: ids = tokens[w T, (w+1) T), targets shifted by one.
+      auto *ids = reinterpret_cast<int64_t *>(in[xIndex].data.data());
+      auto *tgt = reinterpret_cast<int64_t *>(in[tIndex].data.data());
+      for (size_t i = 0; i < rows.size(); ++i)
+        for (int64_t j = 0; j < seqLen; ++j) {
+          size_t at = static_cast<size_t>(rows[i] * seqLen + j);
+          ids[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = stream[at];
+          tgt[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = stream[at + 1];
+        }
+    } else {
+      gather(xs, rows, in[xIndex]);
+      gather(ys, rows, in[tIndex]);
+    }
     double lr = learningRate(o, step);
     in[inIndex["lr"]] = scalarTensor(lr);
     if (adam) {
@@ -404,9 +474,10 @@ int main(int argc, char **argv) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o.logEvery > 0 && ((step + 1) % o.logEvery == 0 || step + 1 == o.steps)) {
       double perStep = secs / static_cast<double>(step + 1 - start);
-      std::fprintf(stderr, "step %lld/%lld  loss %.6f  lr %.3g  %.0f examples/s  ETA %.0fs\n",
+      std::fprintf(stderr, "step %lld/%lld  loss %.6f  lr %.3g  %.0f %s/s  ETA %.0fs\n",
                    static_cast<long long>(step + 1), static_cast<long long>(o.steps), loss, lr,
-                   static_cast<double>(batch) / perStep,
+                   static_cast<double>(batch * (tokens ? seqLen : 1)) / perStep,
+                   tokens ? "tokens" : "examples",
                    perStep * static_cast<double>(o.steps - step - 1));
     }
     if (!o.checkpoint.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0)
