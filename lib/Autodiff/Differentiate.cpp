@@ -21,6 +21,48 @@ static bool isFloatTensor(Type t) {
   return tt && isa<FloatType>(tt.getElementType());
 }
 
+LogicalResult rewire::autodiff::backpropagate(ImplicitLocOpBuilder &b, ArrayRef<Operation *> ops,
+                                             DenseMap<Value, Value> &adjoint,
+                                             function_ref<bool(Value)> isVaried) {
+  for (Operation *op : llvm::reverse(ops)) {
+    if (llvm::none_of(op->getResults(), [&](Value r) { return adjoint.count(r); }) ||
+        llvm::none_of(op->getOperands(), [&](Value v) { return isVaried(v); }))
+      continue;
+    auto rule = dyn_cast<autodiff::ReverseModeOpInterface>(op);
+    if (!rule)
+      return op->emitError("rewire-autodiff: no reverse rule for '")
+             << op->getName() << "' (the loss depends on it)";
+    SmallVector<Value> resultAdjoints;
+    for (Value r : op->getResults()) {
+      Value a = adjoint.lookup(r);
+      if (!a) {
+        if (!isFloatTensor(r.getType()))
+          return op->emitError("rewire-autodiff: result of non-float type ") << r.getType();
+        a = autodiff::splat(b, cast<RankedTensorType>(r.getType()), 0.0);
+      }
+      resultAdjoints.push_back(a);
+    }
+    b.setLoc(op->getLoc());
+    SmallVector<Value> operandAdjoints;
+    if (failed(rule.buildAdjoints(b, resultAdjoints, operandAdjoints)))
+      return failure();
+    if (operandAdjoints.size() != op->getNumOperands())
+      return op->emitError("rewire-autodiff: internal error: the rule returned ")
+             << operandAdjoints.size() << " adjoints for " << op->getNumOperands() << " operands";
+    for (auto [operand, a] : llvm::zip(op->getOperands(), operandAdjoints)) {
+      if (!a || !isVaried(operand))
+        continue;
+      if (a.getType() != operand.getType())
+        return op->emitError("rewire-autodiff: internal error: adjoint of type ")
+               << a.getType() << " for an operand of type " << operand.getType();
+      Value &slot = adjoint[operand];
+      slot = slot ? nn::AddOp::create(b, slot, a).getResult() : a;
+    }
+  }
+
+  return success();
+}
+
 LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
                                              ArrayRef<std::string> frozenPrefixes,
                                              SmallVectorImpl<unsigned> *gradArgs) {
@@ -66,41 +108,8 @@ LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  for (Operation *op : llvm::reverse(ops)) {
-    if (llvm::none_of(op->getResults(), [&](Value r) { return adjoint.count(r); }) ||
-        llvm::none_of(op->getOperands(), [&](Value v) { return varied.contains(v); }))
-      continue;
-    auto rule = dyn_cast<autodiff::ReverseModeOpInterface>(op);
-    if (!rule)
-      return op->emitError("rewire-autodiff: no reverse rule for '")
-             << op->getName() << "' (the loss depends on it)";
-    SmallVector<Value> resultAdjoints;
-    for (Value r : op->getResults()) {
-      Value a = adjoint.lookup(r);
-      if (!a) {
-        if (!isFloatTensor(r.getType()))
-          return op->emitError("rewire-autodiff: result of non-float type ") << r.getType();
-        a = autodiff::splat(b, cast<RankedTensorType>(r.getType()), 0.0);
-      }
-      resultAdjoints.push_back(a);
-    }
-    b.setLoc(op->getLoc());
-    SmallVector<Value> operandAdjoints;
-    if (failed(rule.buildAdjoints(b, resultAdjoints, operandAdjoints)))
-      return failure();
-    if (operandAdjoints.size() != op->getNumOperands())
-      return op->emitError("rewire-autodiff: internal error: the rule returned ")
-             << operandAdjoints.size() << " adjoints for " << op->getNumOperands() << " operands";
-    for (auto [operand, a] : llvm::zip(op->getOperands(), operandAdjoints)) {
-      if (!a || !varied.contains(operand))
-        continue;
-      if (a.getType() != operand.getType())
-        return op->emitError("rewire-autodiff: internal error: adjoint of type ")
-               << a.getType() << " for an operand of type " << operand.getType();
-      Value &slot = adjoint[operand];
-      slot = slot ? nn::AddOp::create(b, slot, a).getResult() : a;
-    }
-  }
+  if (failed(backpropagate(b, ops, adjoint, [&](Value v) { return varied.contains(v); })))
+    return failure();
 
   SmallVector<Value> results = {loss};
   SmallVector<Type> types = {loss.getType()};
@@ -132,3 +141,31 @@ LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
   return success();
 }
 
+
+LogicalResult rewire::autodiff::differentiateDecomposition(
+    ImplicitLocOpBuilder &b, ValueRange operands,
+    function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> forward, Value resultAdjoint,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  Block *block = b.getInsertionBlock();
+  Block::iterator before = b.getInsertionPoint();
+  bool atStart = before == block->begin();
+  Operation *last = atStart ? nullptr : &*std::prev(before);
+  Value result = forward(b, operands);
+  SmallVector<Operation *> ops;
+  for (Block::iterator it = atStart ? block->begin() : std::next(Block::iterator(last));
+       it != b.getInsertionPoint(); ++it)
+    ops.push_back(&*it);
+  llvm::DenseSet<Value> varied(operands.begin(), operands.end());
+  for (Operation *op : ops)
+    if (llvm::any_of(op->getOperands(), [&](Value v) { return varied.contains(v); }))
+      varied.insert(op->result_begin(), op->result_end());
+  DenseMap<Value, Value> adjoint;
+  adjoint[result] = resultAdjoint;
+  if (failed(backpropagate(b, ops, adjoint, [&](Value v) { return varied.contains(v); })))
+    return failure();
+  // An operand passed twice gets the whole adjoint once.
+  llvm::DenseSet<Value> given;
+  for (Value v : operands)
+    operandAdjoints.push_back(given.insert(v).second ? adjoint.lookup(v) : Value());
+  return success();
+}

@@ -1,9 +1,12 @@
 //===- ResidualRules.cpp - Reverse rules of the residual ops --------------===//
 //
-// add, scale_add and tap so far; the gated, mixing and NAG forms come next
-// (rewire-autodiff names them when it meets one).
+// add, scale_add and tap directly; gated_add (Review, Highway) and mix
+// (ANCRe, DenseFormer) through their decomposition into nn ops
+// (differentiateDecomposition). NAG comes next (rewire-autodiff names it
+// when it meets one).
 //
 //===----------------------------------------------------------------------===//
+#include "lib/Autodiff/Differentiate.h"
 #include "lib/Autodiff/ReverseMode.h"
 
 #include "dialects/nn/NNOps.h"
@@ -53,6 +56,89 @@ struct ScaleAddRule : ReverseModeOpInterface::ExternalModel<ScaleAddRule, residu
   }
 };
 
+/// rms(x) = x / sqrt(mean_d(x^2) + eps) over the last axis, in nn ops.
+Value rms(ImplicitLocOpBuilder &b, Value x, double eps) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  int64_t last = cast<RankedTensorType>(x.getType()).getRank() - 1;
+  Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x), b.getDenseI64ArrayAttr({last}),
+                                      b.getBoolAttr(true));
+  Value s = nn::SqrtOp::create(b, nn::AddOp::create(b, ms, scalar(b, elt, eps)));
+  return nn::DivOp::create(b, x, s);
+}
+
+/// Review and Highway gates, additive and convex, per channel or per row:
+/// differentiated through their decomposition into nn ops.
+struct GatedAddRule : ReverseModeOpInterface::ExternalModel<GatedAddRule, residual::GatedAddOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<residual::GatedAddOp>(raw);
+    auto ht = cast<RankedTensorType>(op.getH().getType());
+    auto iface = cast<residual::StreamOpInterface>(raw);
+    if (iface.getFeatureAxisIndex() != ht.getRank() - 1)
+      return raw->emitError("rewire-autodiff: residual.gated_add is differentiated with the "
+                            "feature axis last only");
+    int64_t d = ht.getShape().back();
+    bool review = op.getGate() == residual::GateKind::review;
+    bool convex = op.getCombine() == residual::Combine::convex;
+    double eps = op.getEpsOrDefault();
+    return differentiateDecomposition(
+        b, raw->getOperands(),
+        [&](ImplicitLocOpBuilder &fb, ValueRange v) -> Value {
+          Value h = v[0], u = v[1], w = v[2], bias = v[3];
+          Value z;
+          if (review) {
+            auto wt = cast<RankedTensorType>(w.getType());
+            auto halfType = RankedTensorType::get({d, wt.getDimSize(1)}, wt.getElementType());
+            auto halves = nn::SplitOp::create(fb, TypeRange{halfType, halfType}, w,
+                                              fb.getI64IntegerAttr(0), fb.getDenseI64ArrayAttr({d, d}));
+            z = nn::AddOp::create(fb, nn::MatMulOp::create(fb, rms(fb, h, eps), halves.getResult(0)),
+                                  nn::MatMulOp::create(fb, rms(fb, u, eps), halves.getResult(1)));
+          } else {
+            z = nn::MatMulOp::create(fb, h, w);
+          }
+          Value r = nn::SigmoidOp::create(fb, nn::AddOp::create(fb, z, bias));
+          Value delta = convex ? nn::SubOp::create(fb, u, h).getResult() : u;
+          return nn::AddOp::create(fb, h, nn::MulOp::create(fb, r, delta));
+        },
+        g[0], out);
+  }
+};
+
+/// ANCRe (softmax over c / tau) and DenseFormer (free weights) mixes.
+struct MixRule : ReverseModeOpInterface::ExternalModel<MixRule, residual::MixOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<residual::MixOp>(raw);
+    bool softmax = op.getWeightsKind() == residual::MixWeights::softmax;
+    double tau = op.getTau() ? op.getTau()->convertToDouble() : 1.0;
+    size_t k = op.getStates().size();
+    return differentiateDecomposition(
+        b, raw->getOperands(),
+        [&](ImplicitLocOpBuilder &fb, ValueRange v) -> Value {
+          Value y = v[0], c = v.back();
+          auto ct = cast<RankedTensorType>(c.getType());
+          Type elt = ct.getElementType();
+          Value p = softmax ? nn::SoftmaxOp::create(
+                                  fb, nn::MulOp::create(fb, c, scalar(fb, elt, 1.0 / tau)),
+                                  fb.getI64IntegerAttr(-1))
+                                  .getResult()
+                            : c;
+          int64_t n = ct.getDimSize(0);
+          auto one = RankedTensorType::get({1}, elt);
+          auto parts = nn::SplitOp::create(fb, SmallVector<Type>(n, one), p, fb.getI64IntegerAttr(0),
+                                           fb.getDenseI64ArrayAttr(SmallVector<int64_t>(n, 1)));
+          auto weight = [&](size_t j) {
+            return nn::ReshapeOp::create(fb, RankedTensorType::get({}, elt), parts.getResult(j)).getResult();
+          };
+          Value acc = softmax ? y : nn::MulOp::create(fb, y, weight(k)).getResult();
+          for (size_t j = 0; j < k; ++j)
+            acc = nn::AddOp::create(fb, acc, nn::MulOp::create(fb, v[1 + j], weight(j)));
+          return acc;
+        },
+        g[0], out);
+  }
+};
+
 } // namespace
 
 void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
@@ -60,5 +146,7 @@ void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
     residual::AddOp::attachInterface<AddRule>(*ctx);
     residual::TapOp::attachInterface<TapRule>(*ctx);
     residual::ScaleAddOp::attachInterface<ScaleAddRule>(*ctx);
+    residual::GatedAddOp::attachInterface<GatedAddRule>(*ctx);
+    residual::MixOp::attachInterface<MixRule>(*ctx);
   });
 }

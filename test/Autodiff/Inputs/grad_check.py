@@ -115,6 +115,51 @@ case("embedding gather + cross_entropy (ignore index)",
          torch.tensor([0, 4, -100, 2, 1, 1, 3, -100]), ignore_index=-100))
 
 
+def rms(x, eps=1e-6):
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+
+
+def review(h, u, w, b, convex):
+    r = torch.sigmoid(rms(h) @ w[:w.shape[0] // 2] + rms(u) @ w[w.shape[0] // 2:] + b)
+    return h + r * (u - h) if convex else h + r * u
+
+
+G = "tensor<2x3x4xf32>"
+case("residual.gated_add review additive, per channel",
+     [("h", (2, 3, 4)), ("u", (2, 3, 4)), ("w", (8, 4)), ("b", (4,))], """
+  %y = residual.gated_add review additive %h, %u, %w, %b stream 0 layer 0 : $G, tensor<8x4xf32>, tensor<4xf32>
+  %t = nn.tanh %y : $G
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : ($G) -> tensor<f32>
+  return %l : tensor<f32>""".replace("$G", G),
+     lambda h, u, w, b: torch.tanh(review(h, u, w, b, False)).sum())
+
+case("residual.gated_add review convex, per row",
+     [("h", (2, 3, 4)), ("u", (2, 3, 4)), ("w", (8, 1)), ("b", (1,))], """
+  %y = residual.gated_add review convex %h, %u, %w, %b stream 0 layer 0 : $G, tensor<8x1xf32>, tensor<1xf32>
+  %t = nn.tanh %y : $G
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : ($G) -> tensor<f32>
+  return %l : tensor<f32>""".replace("$G", G),
+     lambda h, u, w, b: torch.tanh(review(h, u, w, b, True)).sum())
+
+case("residual.gated_add highway additive",
+     [("h", (2, 3, 4)), ("u", (2, 3, 4)), ("w", (4, 4)), ("b", (4,))], """
+  %y = residual.gated_add highway additive %h, %u, %w, %b stream 0 layer 0 : $G, tensor<4x4xf32>, tensor<4xf32>
+  %t = nn.tanh %y : $G
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : ($G) -> tensor<f32>
+  return %l : tensor<f32>""".replace("$G", G),
+     lambda h, u, w, b: torch.tanh(h + torch.sigmoid(h @ w + b) * u).sum())
+
+case("residual.mix softmax (ANCRe) and free (DenseFormer)",
+     [("y", (2, 3, 4)), ("h0", (2, 3, 4)), ("h1", (2, 3, 4)), ("c", (2,)), ("w", (3,))], """
+  %a = residual.mix softmax %y, [%h0, %h1], %c tau 0.5 stream 0 layer 1 : $G, tensor<2xf32>
+  %d = residual.mix free %a, [%h0, %h1], %w stream 0 layer 2 : $G, tensor<3xf32>
+  %t = nn.tanh %d : $G
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : ($G) -> tensor<f32>
+  return %l : tensor<f32>""".replace("$G", G),
+     lambda y, h0, h1, c, w: torch.tanh((lambda a: w[2] * a + w[0] * h0 + w[1] * h1)(
+         (lambda p: y + p[0] * h0 + p[1] * h1)(torch.softmax(c / 0.5, 0)))).sum())
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)
