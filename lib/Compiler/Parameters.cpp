@@ -43,7 +43,12 @@ std::optional<std::string> rewire::compiler::writeParameters(const ModuleInfo &i
       int64_t numel = 1;
       for (int64_t d : p.shape)
         numel *= d;
-      if (!it->second.external) {
+      if (!it->second.dense.empty()) {
+        if (*dtype != DType::F32 || static_cast<int64_t>(it->second.dense.size()) != numel)
+          return "parameter '" + p.name + "' has dense initial values that do not fit its type";
+        out.data.assign(reinterpret_cast<const char *>(it->second.dense.data()),
+                        it->second.dense.size() * sizeof(float));
+      } else if (!it->second.external) {
         if (*dtype != DType::F32)
           return "parameter '" + p.name + "' is initialized by rule but is not f32";
         std::vector<float> v = materializeInit(static_cast<InitRule>(it->second.initRule),

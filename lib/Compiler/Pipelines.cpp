@@ -106,8 +106,12 @@ void rewire::compiler::collectParameterSources(ModuleOp module, ModuleInfo &info
       src.initRule = static_cast<int>(rule.getKind());
       src.a = rule.getA().convertToDouble();
       src.b = rule.getB().convertToDouble();
+    } else if (auto dense = dyn_cast_or_null<DenseFPElementsAttr>(value)) {
+      src.external = false;
+      for (APFloat v : dense.getValues<APFloat>())
+        src.dense.push_back(v.convertToFloat());
     } else if (!isa_and_nonnull<ml_program::ExternAttr>(value)) {
-      continue; // dense values become constants
+      continue;
     }
     info.parameters[global.getSymName().str()] = src;
   }

@@ -46,16 +46,6 @@ void ParametersToArgumentsPass::runOnOperation() {
     if (failed)
       break;
     for (auto &[global, loads] : uses) {
-      Attribute value = global.getValue().value_or(Attribute());
-      if (auto dense = dyn_cast_or_null<DenseElementsAttr>(value)) {
-        for (auto load : loads) {
-          OpBuilder b(load);
-          load.replaceAllUsesWith(
-              arith::ConstantOp::create(b, load.getLoc(), dense).getResult());
-          load.erase();
-        }
-        continue;
-      }
       if (func.isPrivate()) {
         loads.front().emitError()
             << "nn-parameters-to-arguments: private function '" << func.getSymName()

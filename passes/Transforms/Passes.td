@@ -207,12 +207,13 @@ def ParametersToArguments : Pass<"nn-parameters-to-arguments", "::mlir::ModuleOp
   let description = [{
     The compiled calling convention: a runtime binds parameters from a
     safetensors file and passes them to the entry points. In every public
-    function with a body, each parameter (`ml_program.global` with an
-    `#ml_program.extern` or `#nn.init` value) the function loads becomes a
-    trailing argument, once per parameter, in the order of first use, with
-    the attribute `nn.parameter = "<name>"` (its safetensors name) and
+    function with a body, each parameter (`ml_program.global`: external,
+    `#nn.init` or dense initial values alike — a dense value, such as
+    DenseFormer's identity weights, is a parameter's initial value, not a
+    constant) the function loads becomes a trailing argument, once per
+    parameter, in the order of first use, with the attribute
+    `nn.parameter = "<name>"` (its safetensors name) and
     `bufferization.writable = false` (parameters may be mapped read-only).
-    Parameters whose values are in the IR (dense elements) become constants.
     Globals left without uses are removed. Loads from private functions are
     rejected with an error: pass the values as arguments instead.
   }];

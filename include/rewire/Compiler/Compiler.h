@@ -76,6 +76,8 @@ struct ParameterSource {
   bool external = true; ///< in the module's nn.parameter_file
   int initRule = 0;     ///< rewire::InitRule when not external
   double a = 0, b = 0;  ///< the rule's arguments
+  /// Initial values given in the IR (dense elements, f32), when not empty.
+  std::vector<float> dense;
 };
 
 /// What lowerToLinalg learns about the module.
