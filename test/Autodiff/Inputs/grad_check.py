@@ -160,6 +160,27 @@ case("residual.mix softmax (ANCRe) and free (DenseFormer)",
          (lambda p: y + p[0] * h0 + p[1] * h1)(torch.softmax(c / 0.5, 0)))).sum())
 
 
+def nag(R, f, a, m, eps=1e-6):
+    d = R.shape[-1]
+    rho = torch.sqrt((R * R).mean(-1, keepdim=True))
+    Rb = R / rho
+    f = f - f.mean(-1, keepdim=True)
+    fp = f - ((f * Rb).sum(-1, keepdim=True) / d) * Rb
+    u = math.sqrt(d) * fp / torch.clamp(fp.norm(dim=-1, keepdim=True), min=eps)
+    return R + rho * a * m * u
+
+
+case("residual.nag_gate (beta 2) and nag_add (NAG)",
+     [("R", (2, 3, 4)), ("f", (2, 3, 4)), ("a", ()), ("w", (4, 3)), ("b", (3,)), ("pi", (3,))], """
+  %m = residual.nag_gate %R, %w, %b, %pi beta 2.0 stream 0 layer 0 : $G, tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>
+  %y = residual.nag_add %R, %f, %a, %m stream 0 layer 0 : $G, tensor<f32>, tensor<2x3x1xf32>
+  %t = nn.tanh %y : $G
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : ($G) -> tensor<f32>
+  return %l : tensor<f32>""".replace("$G", G),
+     lambda R, f, a, w, b, pi: torch.tanh(nag(R, f, a, (torch.softmax(pi, 0) * torch.sigmoid(
+         R / torch.sqrt((R * R).mean(-1, keepdim=True)) @ w + b)).sum(-1, keepdim=True) ** 2)).sum())
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)
