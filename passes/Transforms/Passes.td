@@ -295,6 +295,8 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
     Option<"frozen", "frozen", "std::string", "\"\"",
            "comma-separated parameter-name prefixes not to train">,
+    Option<"clip", "clip", "double", "0.0",
+           "clip gradients to this global L2 norm first (PyTorch's clip_grad_norm_; 0: off)">,
   ];
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }

@@ -156,12 +156,32 @@ void TrainStepPass::runOnOperation() {
   auto mul = [&](Value x, Value y) { return nn::MulOp::create(b, x, y).getResult(); };
   auto add = [&](Value x, Value y) { return nn::AddOp::create(b, x, y).getResult(); };
   auto sub = [&](Value x, Value y) { return nn::SubOp::create(b, x, y).getResult(); };
+  // Gradient clipping by global norm, PyTorch's clip_grad_norm_:
+  // coef = clip / (norm + 1e-6), gradients scaled by min(coef, 1).
+  SmallVector<Value> grads;
+  for (unsigned k = 0; k < gradArgs.size(); ++k)
+    grads.push_back(ret.getOperand(1 + k));
+  if (clip > 0.0 && !grads.empty()) {
+    Value total;
+    for (Value g : grads) {
+      Value sq = nn::ReduceSumOp::create(b, scalarType, mul(g, g), b.getDenseI64ArrayAttr({}),
+                                         b.getBoolAttr(false));
+      total = total ? add(total, sq) : sq;
+    }
+    Value norm = add(nn::SqrtOp::create(b, total), num(1e-6));
+    Value coef = nn::DivOp::create(b, num(clip), norm);
+    Value over = nn::CastOp::create(b, RankedTensorType::get({}, b.getI1Type()),
+                                    nn::ReluOp::create(b, sub(norm, num(clip))));
+    Value factor = nn::WhereOp::create(b, over, coef, num(1.0));
+    for (Value &g : grads)
+      g = mul(g, factor);
+  }
   SmallVector<Value> results = {ret.getOperand(0)};
   SmallVector<Value> newStates;
   SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")})};
   SmallVector<DictionaryAttr> stateAttrs;
   for (auto [k, a] : llvm::enumerate(gradArgs)) {
-    Value p = train.getArgument(a), g = ret.getOperand(1 + k), np;
+    Value p = train.getArgument(a), g = grads[k], np;
     if (!adam) {
       Value d = weightDecay != 0.0 ? add(g, mul(num(weightDecay), p)) : g;
       if (sgdMomentum) {

@@ -55,7 +55,7 @@ struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
       checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
-         eps = 1e-8;
+         eps = 1e-8, clip = 0;
   int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0;
   bool shuffle = false, resume = false;
 };
@@ -68,6 +68,7 @@ void usage() {
          "  --loss=mse|cross_entropy           default: cross_entropy for token data, else mse\n"
          "  --steps=N --lr=LR --optimizer=sgd|adamw --momentum=M --weight-decay=WD\n"
          "  --beta1=B1 --beta2=B2 --eps=E      AdamW hyper-parameters\n"
+         "  --clip=NORM                        clip gradients to a global L2 norm\n"
          "  --schedule=constant|cosine --warmup=W --min-lr=LR\n"
          "  --shuffle --seed=S                 shuffle examples per epoch (seeded)\n"
          "  --residual=KIND[:opts]             rewrite the residual stream first\n"
@@ -123,6 +124,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("beta1")) o.beta1 = number(*v, "beta1");
     else if (auto v = val("beta2")) o.beta2 = number(*v, "beta2");
     else if (auto v = val("eps")) o.eps = number(*v, "eps");
+    else if (auto v = val("clip")) o.clip = number(*v, "clip");
     else if (auto v = val("steps")) o.steps = count(*v, "steps");
     else if (auto v = val("warmup")) o.warmup = count(*v, "warmup");
     else if (auto v = val("log-every")) o.logEvery = count(*v, "log-every");
@@ -224,8 +226,9 @@ int main(int argc, char **argv) {
   if (o.model.size() > 4 && o.model.compare(o.model.size() - 4, 4, ".rwx") != 0) {
     std::string spec = o.optimizer + ":loss=" + o.loss;
     char buf[512];
-    std::snprintf(buf, sizeof(buf), ",momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g",
-                  o.momentum, o.weightDecay, o.beta1, o.beta2, o.eps);
+    std::snprintf(buf, sizeof(buf),
+                  ",momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g,clip=%.17g",
+                  o.momentum, o.weightDecay, o.beta1, o.beta2, o.eps, o.clip);
     spec += buf;
     if (!o.frozen.empty()) {
       std::string f = o.frozen;

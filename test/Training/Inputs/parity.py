@@ -33,7 +33,7 @@ class Net(nn.Module):
         return self.head(h)
 
 
-def torch_losses(net, x, y, opt):
+def torch_losses(net, x, y, opt, clip=0.0):
     losses = []
     for step in range(STEPS):
         rows = [(step * B + i) % N for i in range(B)]
@@ -41,6 +41,8 @@ def torch_losses(net, x, y, opt):
         loss = F.mse_loss(net(x[rows]), y[rows])
         losses.append(loss.item())
         loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
         opt.step()
     return losses
 
@@ -86,6 +88,11 @@ def main():
     want = torch_losses(net, xt, yt, torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9))
     got = rewire_losses(work, model, "sgd", ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"])
     ok &= compare("SGD (momentum 0.9)", got, want, 1e-4)
+
+    net.load_state_dict(init)
+    want = torch_losses(net, xt, yt, torch.optim.SGD(net.parameters(), lr=0.1), clip=0.25)
+    got = rewire_losses(work, model, "clip", ["--optimizer=sgd", "--lr=0.1", "--clip=0.25"])
+    ok &= compare("SGD with gradient clipping (global norm 0.25)", got, want, 1e-4)
 
     net.load_state_dict(init)
     want = torch_losses(net, xt, yt, torch.optim.AdamW(net.parameters(), lr=0.01, weight_decay=0.01))
