@@ -34,6 +34,24 @@ std::string toolDir() {
 
 /// Compiles an .onnx/.mlir model into the cache, once per content + flags.
 
+int runTool(const std::vector<std::string> &args) {
+  std::vector<std::string> copy = args;
+  std::vector<char *> argv;
+  for (std::string &a : copy)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execv(argv[0], argv.data());
+    std::perror(("cannot start " + args[0]).c_str());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+    return -1;
+  return WEXITSTATUS(status);
+}
+
 std::string compileCached(const std::string &model, const std::vector<std::string> &flags,
                           const std::function<void(const std::string &, int)> &die) {
   std::ifstream in(model, std::ios::binary);
@@ -69,21 +87,9 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
     die("cannot create the cache folder '" + dir + "' (set REWIRE_CACHE_DIR)", 4);
   std::vector<std::string> args = {compiler, model, "-o", artifact};
   args.insert(args.end(), flags.begin(), flags.end());
-  std::vector<char *> argvv;
-  for (std::string &a : args)
-    argvv.push_back(a.data());
-  argvv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execv(compiler.c_str(), argvv.data());
-    std::perror("rewire-run: cannot start rewire-compile");
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0)
-    die("compiling '" + model + "' failed (rewire-compile exit " +
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")", 4);
+  int rc = runTool(args);
+  if (rc != 0)
+    die("compiling '" + model + "' failed (rewire-compile exit " + std::to_string(rc) + ")", 4);
   return artifact;
 }
 

@@ -22,6 +22,10 @@ namespace rewire::tools {
 std::string compileCached(const std::string &model, const std::vector<std::string> &flags,
                           const std::function<void(const std::string &, int)> &die);
 
+/// Runs `args` (args[0]: the program's path) and returns its exit code, or
+/// -1 when it could not run or was killed.
+int runTool(const std::vector<std::string> &args);
+
 /// The folder of the running executable.
 std::string toolDir();
 

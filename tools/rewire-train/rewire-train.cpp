@@ -53,7 +53,7 @@ namespace {
 
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
-      checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss;
+      checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss, exportOnnx;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
   int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0;
@@ -77,6 +77,7 @@ void usage() {
          "  --log-every=K                      progress line every K steps (0: none)\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
+         "  --export=FILE.onnx                 the trained (and rewritten) model as ONNX\n"
          "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
 }
 
@@ -117,6 +118,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("text")) o.text = *v;
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
     else if (auto v = val("loss")) o.loss = *v;
+    else if (auto v = val("export")) o.exportOnnx = *v;
     else if (auto v = val("lr")) o.lr = number(*v, "lr");
     else if (auto v = val("min-lr")) o.minLr = number(*v, "min-lr");
     else if (auto v = val("momentum")) o.momentum = number(*v, "momentum");
@@ -490,13 +492,45 @@ int main(int argc, char **argv) {
     std::fclose(metrics);
   if (!o.checkpoint.empty())
     writeCheckpoint(o.steps);
-  if (!o.output.empty()) {
+  std::string trained = o.output;
+  if (trained.empty() && !o.exportOnnx.empty())
+    trained = o.exportOnnx + ".params.safetensors";
+  if (!trained.empty()) {
     std::vector<SafetensorsEntry> entries;
     for (size_t i : paramIn)
       entries.push_back({train->inputs[i].name.substr(6), "F32", in[i].shape,
                          std::string(in[i].data.begin(), in[i].data.end())});
-    if (auto err = writeSafetensors(o.output, entries, {{"producer", "rewire-train"}}))
+    if (auto err = writeSafetensors(trained, entries, {{"producer", "rewire-train"}}))
       die(*err, 4);
+  }
+  if (!o.exportOnnx.empty()) {
+    // The model as imported (and rewritten), its parameters replaced by the
+    // trained ones: rewire-import, rewire-compile --emit=residual, rewire-export.
+    bool onnx = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".onnx") == 0;
+    bool mlir = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".mlir") == 0;
+    if (!onnx && !mlir)
+      die("--export needs the model as .onnx or .mlir, not a compiled artifact", 1);
+    std::string dir = tools::toolDir();
+    std::string stem = o.exportOnnx + ".rewire";
+    std::string source = o.model;
+    if (onnx) {
+      source = stem + ".mlir";
+      if (tools::runTool({dir + "/rewire-import", o.model, "-o", source}) != 0)
+        die("exporting: rewire-import failed", 4);
+    }
+    std::string rewritten = source;
+    if (!o.residual.empty()) {
+      rewritten = stem + ".rewritten.mlir";
+      if (tools::runTool({dir + "/rewire-compile", source, "--emit=residual",
+                          "--residual=" + o.residual, "-o", rewritten}) != 0)
+        die("exporting: the residual rewrite failed", 4);
+    }
+    if (tools::runTool({dir + "/rewire-export", rewritten, "--params", trained, "-o", o.exportOnnx}) != 0)
+      die("exporting: rewire-export failed", 4);
+    for (const std::string &f : {stem + ".mlir", stem + ".safetensors", stem + ".rewritten.mlir"})
+      ::unlink(f.c_str());
+    if (o.output.empty())
+      ::unlink(trained.c_str());
   }
   return 0;
 }

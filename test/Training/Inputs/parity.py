@@ -115,8 +115,37 @@ def main():
     print("%s resume at step 10 reproduces the uninterrupted run: %s" % (
         "ok  " if same else "FAIL", "bit-identical losses" if same else "differs"))
     ok &= same
+    ok &= export_check(work, model)
     ok &= gpt_parity(work)
     sys.exit(0 if ok else 1)
+
+
+def export_check(work, model):
+    """Train a rewritten model (Review gates, identity init), export it to
+    ONNX with the trained weights, and check ONNX Runtime computes what the
+    Rewire artifact computes with those weights."""
+    trained = os.path.join(work, "trained.safetensors")
+    exported = os.path.join(work, "trained.onnx")
+    r = subprocess.run(["rewire-train", model, "--inputs=" + os.path.join(work, "x.npy"),
+                        "--targets=" + os.path.join(work, "y.npy"), "--steps=10", "--optimizer=adamw",
+                        "--lr=0.01", "--residual=review:init=identity", "--log-every=0",
+                        "--output=" + trained, "--export=" + exported], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAIL export: " + r.stderr[-800:])
+    rwx = os.path.join(work, "review.rwx")
+    subprocess.run(["rewire-compile", model, "--residual=review:init=identity", "-o", rwx], check=True)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
+    import onnxruntime as ort
+    import rewire_runtime
+    x = np.load(os.path.join(work, "x.npy"))[:B]
+    (got,) = rewire_runtime.Model(rwx, trained).run("forward", x)
+    sess = ort.InferenceSession(exported, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    err = float(np.abs(got - want).max())
+    ok = err <= 1e-5
+    print("%s exported trained model (review gates) in ONNX Runtime = Rewire with the trained "
+          "weights: max abs diff %.1e" % ("ok  " if ok else "FAIL", err))
+    return ok
 
 
 def gpt_parity(work):
