@@ -53,10 +53,12 @@ namespace {
 
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
-      checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss, exportOnnx;
+      checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss, exportOnnx,
+      valData, valInputs, valTargets, jsonl;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
-  int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0;
+  int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
+          evalBatches = 8;
   bool shuffle = false, resume = false;
 };
 
@@ -78,6 +80,9 @@ void usage() {
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
          "  --export=FILE.onnx                 the trained (and rewritten) model as ONNX\n"
+         "  --val-data=TOKENS.bin | --val-inputs=X.npy --val-targets=Y.npy\n"
+         "  --eval-every=K --eval-batches=N    validation loss (mean of N batches) every K steps\n"
+         "  --jsonl=FILE.jsonl                 one JSON object per step (and per validation)\n"
          "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
 }
 
@@ -119,6 +124,12 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
     else if (auto v = val("loss")) o.loss = *v;
     else if (auto v = val("export")) o.exportOnnx = *v;
+    else if (auto v = val("val-data")) o.valData = *v;
+    else if (auto v = val("val-inputs")) o.valInputs = *v;
+    else if (auto v = val("val-targets")) o.valTargets = *v;
+    else if (auto v = val("jsonl")) o.jsonl = *v;
+    else if (auto v = val("eval-every")) o.evalEvery = count(*v, "eval-every");
+    else if (auto v = val("eval-batches")) o.evalBatches = count(*v, "eval-batches");
     else if (auto v = val("lr")) o.lr = number(*v, "lr");
     else if (auto v = val("min-lr")) o.minLr = number(*v, "min-lr");
     else if (auto v = val("momentum")) o.momentum = number(*v, "momentum");
@@ -250,33 +261,46 @@ int main(int argc, char **argv) {
   if (!train)
     die("'" + artifact + "' has no train_step; compile it with rewire-compile --train", 4);
 
-  HostTensor xs, ys;
-  std::vector<int64_t> stream; // token data
-  if (tokens) {
-    std::ifstream f(o.data.empty() ? o.text : o.data, std::ios::binary);
+  auto readTokens = [&](const std::string &path, bool text, std::vector<int64_t> &out) {
+    std::ifstream f(path, std::ios::binary);
     if (!f)
-      die("cannot read '" + (o.data.empty() ? o.text : o.data) + "'", 4);
+      die("cannot read '" + path + "'", 4);
     std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (!o.text.empty()) {
+    if (text) {
       for (unsigned char c : bytes)
-        stream.push_back(c);
-    } else {
-      size_t w = o.tokenDtype == "uint16" ? 2 : 4;
-      if (bytes.size() % w)
-        die("'" + o.data + "' is not a whole number of " + o.tokenDtype + " tokens", 2);
-      for (size_t i = 0; i < bytes.size(); i += w) {
-        uint32_t v = 0;
-        std::memcpy(&v, bytes.data() + i, w);
-        stream.push_back(v);
-      }
+        out.push_back(c);
+      return;
     }
+    size_t w = o.tokenDtype == "uint16" ? 2 : 4;
+    if (bytes.size() % w)
+      die("'" + path + "' is not a whole number of " + o.tokenDtype + " tokens", 2);
+    for (size_t i = 0; i < bytes.size(); i += w) {
+      uint32_t v = 0;
+      std::memcpy(&v, bytes.data() + i, w);
+      out.push_back(v);
+    }
+  };
+  HostTensor xs, ys, vxs, vys;
+  std::vector<int64_t> stream, valStream; // token data
+  if (tokens) {
+    readTokens(o.data.empty() ? o.text : o.data, !o.text.empty(), stream);
+    if (!o.valData.empty())
+      readTokens(o.valData, !o.text.empty(), valStream);
   } else {
     if (auto err = readNpy(o.inputs, xs))
       die(*err, 2);
     if (auto err = readNpy(o.targets, ys))
       die(*err, 2);
+    if (!o.valInputs.empty() && !o.valTargets.empty()) {
+      if (auto err = readNpy(o.valInputs, vxs))
+        die(*err, 2);
+      if (auto err = readNpy(o.valTargets, vys))
+        die(*err, 2);
+    }
   }
-
+  bool validate = o.evalEvery > 0 && (tokens ? !valStream.empty() : !vxs.data.empty());
+  if (o.evalEvery > 0 && !validate)
+    die("--eval-every needs --val-data (tokens) or --val-inputs and --val-targets", 1);
   // Bind train_step's inputs by name.
   std::vector<HostTensor> in(train->inputs.size());
   std::map<std::string, size_t> inIndex, outIndex;
@@ -328,6 +352,18 @@ int main(int argc, char **argv) {
   if (examples < batch)
     die("fewer examples (" + std::to_string(examples) + ") than the compiled batch (" +
             std::to_string(batch) + ")", 2);
+
+  const FunctionInfo *eval = model->function("eval_step");
+  if (validate) {
+    if (!eval)
+      die("'" + artifact + "' has no eval_step", 4);
+    if (tokens && static_cast<int64_t>(valStream.size()) < seqLen + 1)
+      die("the validation tokens are fewer than one window", 2);
+    if (!tokens) {
+      fits(vxs, xi, "--val-inputs");
+      fits(vys, ti, "--val-targets");
+    }
+  }
 
   // Initial parameters from the artifact's file; the state starts at zero.
   SafetensorsMapping init;
@@ -426,6 +462,63 @@ int main(int argc, char **argv) {
     lastCheckpoint = step;
   };
 
+  // Validation loss: eval_step over the first `evalBatches` batches of the
+  // validation data (the same batches every time), with the current
+  // parameters (eval_step's inputs: data, target, parameters by name).
+  auto validationLoss = [&]() {
+    std::vector<HostTensor> ein(eval->inputs.size());
+    std::vector<const void *> ip(eval->inputs.size());
+    for (size_t i = 0; i < eval->inputs.size(); ++i) {
+      const std::string &name = eval->inputs[i].name;
+      auto it = inIndex.find(name);
+      if (it == inIndex.end())
+        die("eval_step input '" + name + "' matches no train_step input", 4);
+      ip[i] = in[it->second].data.data();
+    }
+    HostTensor x = in[xIndex], t = in[tIndex];
+    size_t xi0 = SIZE_MAX, ti0 = SIZE_MAX;
+    for (size_t i = 0; i < eval->inputs.size(); ++i) {
+      if (eval->inputs[i].name == train->inputs[xIndex].name) xi0 = i;
+      if (eval->inputs[i].name == "target") ti0 = i;
+    }
+    ip[xi0] = x.data.data();
+    ip[ti0] = t.data.data();
+    int64_t n = tokens ? (static_cast<int64_t>(valStream.size()) - 1) / seqLen : vxs.shape[0];
+    HostTensor lossOutT;
+    lossOutT.dtype = DType::F32;
+    lossOutT.data.assign(4, 0);
+    void *op[] = {lossOutT.data.data()};
+    double sum = 0;
+    for (int64_t k = 0; k < o.evalBatches; ++k) {
+      std::vector<int64_t> rows(static_cast<size_t>(batch));
+      for (int64_t i = 0; i < batch; ++i)
+        rows[static_cast<size_t>(i)] = (k * batch + i) % n;
+      if (tokens) {
+        auto *ids = reinterpret_cast<int64_t *>(x.data.data());
+        auto *tg = reinterpret_cast<int64_t *>(t.data.data());
+        for (size_t i = 0; i < rows.size(); ++i)
+          for (int64_t j = 0; j < seqLen; ++j) {
+            size_t at = static_cast<size_t>(rows[i] * seqLen + j);
+            ids[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = valStream[at];
+            tg[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = valStream[at + 1];
+          }
+      } else {
+        gather(vxs, rows, x);
+        gather(vys, rows, t);
+      }
+      if (auto err = model->runRaw("eval_step", ip.data(), op))
+        die(*err, 4);
+      sum += lossOutT.at(0);
+    }
+    return sum / static_cast<double>(o.evalBatches);
+  };
+  FILE *jsonl = nullptr;
+  if (!o.jsonl.empty()) {
+    jsonl = std::fopen(o.jsonl.c_str(), o.resume ? "a" : "w");
+    if (!jsonl)
+      die("cannot write '" + o.jsonl + "'", 4);
+  }
+
   FILE *metrics = nullptr;
   if (!o.metrics.empty()) {
     metrics = std::fopen(o.metrics.c_str(), o.resume ? "a" : "w");
@@ -476,6 +569,16 @@ int main(int argc, char **argv) {
       std::swap(out[oi].data, in[ii].data);
     if (metrics)
       std::fprintf(metrics, "%lld,%.9g,%.9g\n", static_cast<long long>(step), loss, lr);
+    if (jsonl)
+      std::fprintf(jsonl, "{\"step\":%lld,\"loss\":%.9g,\"lr\":%.9g}\n",
+                   static_cast<long long>(step), loss, lr);
+    if (validate && (step + 1) % o.evalEvery == 0) {
+      double vl = validationLoss();
+      std::fprintf(stderr, "step %lld  validation loss %.6f\n", static_cast<long long>(step + 1), vl);
+      if (jsonl)
+        std::fprintf(jsonl, "{\"step\":%lld,\"val_loss\":%.9g}\n",
+                     static_cast<long long>(step + 1), vl);
+    }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o.logEvery > 0 && ((step + 1) % o.logEvery == 0 || step + 1 == o.steps)) {
       double perStep = secs / static_cast<double>(step + 1 - start);
@@ -490,6 +593,8 @@ int main(int argc, char **argv) {
   }
   if (metrics)
     std::fclose(metrics);
+  if (jsonl)
+    std::fclose(jsonl);
   if (!o.checkpoint.empty())
     writeCheckpoint(o.steps);
   std::string trained = o.output;

@@ -1,0 +1,50 @@
+"""Trains the bundled tiny GPT on a generated patterned token stream with
+rewire-train (cross-entropy, AdamW, validation, JSONL, checkpoints) and
+checks what a user would: the loss falls, the validation loss is logged and
+falls, the JSONL rows parse, the checkpoint pair exists.
+
+    lm_run.py WORKDIR MODEL.onnx
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def main():
+    work, model = sys.argv[1:3]
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(0)
+    seq = []
+    for _ in range(3000):
+        s = int(rng.integers(0, 8))
+        seq += [s, (3 * s + 8) % 64, (5 * s + 17) % 64, 63]
+    tokens = np.array(seq, dtype=np.uint16)
+    tokens[:10000].tofile(os.path.join(work, "train.bin"))
+    tokens[10000:].tofile(os.path.join(work, "val.bin"))
+    jsonl = os.path.join(work, "m.jsonl")
+    ck = os.path.join(work, "ckpt")
+    r = subprocess.run(["rewire-train", model, "--data=" + os.path.join(work, "train.bin"),
+                        "--val-data=" + os.path.join(work, "val.bin"), "--eval-every=20",
+                        "--steps=60", "--optimizer=adamw", "--lr=3e-3", "--warmup=5",
+                        "--schedule=cosine", "--jsonl=" + jsonl, "--checkpoint=" + ck,
+                        "--checkpoint-every=20", "--log-every=20", "--shuffle", "--seed=3"],
+                       capture_output=True, text=True)
+    print(r.stderr.strip())
+    if r.returncode != 0:
+        sys.exit("FAIL rewire-train exit %d" % r.returncode)
+    rows = [json.loads(line) for line in open(jsonl)]
+    train = [row["loss"] for row in rows if "loss" in row]
+    val = [row["val_loss"] for row in rows if "val_loss" in row]
+    print("train loss %.3f -> %.3f; validation %s" % (train[0], np.mean(train[-10:]),
+                                                      " ".join("%.3f" % v for v in val)))
+    ok = len(train) == 60 and np.mean(train[-10:]) < 0.5 * train[0] and len(val) == 3 and val[-1] < val[0]
+    ok &= sorted(os.listdir(ck)) == ["model-60.safetensors", "state.json"]
+    print("ok" if ok else "FAIL", "tiny GPT trains: loss falls, validation falls, checkpoint pair")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
