@@ -422,6 +422,9 @@ int main(int argc, char **argv) {
     if (!sj || parseJson(ss.str(), st) || !st.get("step") || !st.get("step")->asInt())
       die("no valid checkpoint state in '" + o.checkpoint + "/state.json'", 4);
     start = *st.get("step")->asInt();
+    if (start < 0 || start > o.steps)
+      die("the checkpoint is at step " + std::to_string(start) + ", outside 0.." +
+              std::to_string(o.steps) + " (--steps)", 4);
     SafetensorsFile ck;
     if (auto err = readSafetensors(checkpointPath(start), ck))
       die(*err, 4);
