@@ -121,7 +121,7 @@ LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec
                                                  ModuleInfo &info) {
   collectParameterSources(module, info);
   for (char c : spec)
-    if (!llvm::isAlnum(c) && !StringRef("_-.=:,").contains(c))
+    if (!llvm::isAlnum(c) && !StringRef("_-.=:,+").contains(c))
       return module.emitError() << "rewire-compile: --train='" << spec << "' contains '" << c
                                 << "'; expected OPTIMIZER[:option=value,...]";
   auto [optimizer, rest] = spec.split(':');
@@ -133,11 +133,13 @@ LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec
       return module.emitError() << "rewire-compile: --train option '" << p
                                 << "' is not option=value";
     auto [key, value] = p.split('=');
-    // frozen takes a list: its prefixes are separated by '+' on the command line.
-    options += " " + key.str() + "=" + (key == "frozen" ? value.str() : value.str());
+    // frozen takes a list: its prefixes are joined by '+' on the command line
+    // (',' separates options). Other values pass through as they are.
+    std::string v = value.str();
+    if (key == "frozen")
+      std::replace(v.begin(), v.end(), '+', ',');
+    options += " " + key.str() + "=" + v;
   }
-  std::replace(options.begin(), options.end(), '+', ',');
-  // `loss=cross_entropy` etc. pass through as options of rewire-train-step.
   return runPipeline(module, "nn-parameters-to-arguments,rewire-train-step{" + options + "}",
                      "--train='" + spec.str() + "'");
 }

@@ -29,9 +29,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace rewire;
 using namespace rewire::runtime;
