@@ -515,6 +515,37 @@ int main(int argc, char **argv) {
     }
     return sum / static_cast<double>(o.evalBatches);
   };
+  // On resume, a log keeps only the rows before the checkpoint's step: a run
+  // killed after its last checkpoint logged steps that are now run again.
+  auto truncateLog = [&](const std::string &path, bool csv) {
+    std::ifstream f(path);
+    if (!f)
+      return;
+    std::string line, kept;
+    bool first = true;
+    while (std::getline(f, line)) {
+      long long step = -1;
+      if (csv && first) {
+        kept += line + "\n";
+      } else if (csv ? std::sscanf(line.c_str(), "%lld,", &step) == 1
+                     : std::sscanf(line.c_str(), "{\"step\":%lld", &step) == 1) {
+        // JSONL validation rows carry the step after the update they follow.
+        bool isVal = !csv && line.find("val_loss") != std::string::npos;
+        if (isVal ? step <= start : step < start)
+          kept += line + "\n";
+      }
+      first = false;
+    }
+    f.close();
+    if (auto err = writeFileAtomically(path, {&kept}))
+      die(*err, 4);
+  };
+  if (o.resume) {
+    if (!o.metrics.empty())
+      truncateLog(o.metrics, true);
+    if (!o.jsonl.empty())
+      truncateLog(o.jsonl, false);
+  }
   FILE *jsonl = nullptr;
   if (!o.jsonl.empty()) {
     jsonl = std::fopen(o.jsonl.c_str(), o.resume ? "a" : "w");

@@ -110,6 +110,9 @@ def main():
                            capture_output=True, text=True)
     if first.returncode != 0:
         raise SystemExit("FAIL first half: " + first.stderr[-800:])
+    # As if killed after its last checkpoint: steps 10-12 logged, not saved.
+    with open(os.path.join(work, "part.csv"), "a") as f:
+        f.write("10,999,0.01\n11,999,0.01\n12,999,0.01\n")
     resumed = rewire_losses(work, model, "part", base + ["--resume"])
     same = resumed == full
     print("%s resume at step 10 reproduces the uninterrupted run: %s" % (
