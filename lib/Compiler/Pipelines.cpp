@@ -156,16 +156,6 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
         func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                         BoolAttr::get(ctx, false));
 
-  // No cse here: it merges the `tensor.empty` + zero `linalg.fill` inits of
-  // different ops, and one-shot bufferization then copies the shared buffer
-  // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
-  std::string pipeline = "nn-parameters-to-arguments,func.func(convert-nn-to-linalg,"
-                         "convert-residual-to-linalg,canonicalize";
-  if (options.optLevel > 0)
-    pipeline += ",rewire-fuse-elementwise,canonicalize";
-  if (options.optLevel > 1 && !options.preciseMath)
-    pipeline += ",rewire-math-approximation";
-  pipeline += ")";
   // Record the signatures between the two steps: parameters are arguments
   // now, and the tensor types are still visible.
   if (failed(runPipeline(module, "nn-parameters-to-arguments", "parameter")))
@@ -213,7 +203,15 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
   }
   if (info.entries.empty())
     return module.emitError() << "rewire-compile: the module has no public function to compile";
-  pipeline.replace(0, std::string("nn-parameters-to-arguments,").size(), "");
+  // No cse here: it merges the `tensor.empty` + zero `linalg.fill` inits of
+  // different ops, and one-shot bufferization then copies the shared buffer
+  // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
+  std::string pipeline = "func.func(convert-nn-to-linalg,convert-residual-to-linalg,canonicalize";
+  if (options.optLevel > 0)
+    pipeline += ",rewire-fuse-elementwise,canonicalize";
+  if (options.optLevel > 1 && !options.preciseMath)
+    pipeline += ",rewire-math-approximation";
+  pipeline += ")";
   return runPipeline(module, pipeline, "linalg");
 }
 

@@ -465,6 +465,19 @@ int main(int argc, char **argv) {
     lastCheckpoint = step;
   };
 
+  // Token window w: ids = tokens[w T, (w+1) T), targets shifted by one.
+  auto fillWindows = [&](const std::vector<int64_t> &from, const std::vector<int64_t> &rows,
+                         HostTensor &ids, HostTensor &targets) {
+    auto *x = reinterpret_cast<int64_t *>(ids.data.data());
+    auto *y = reinterpret_cast<int64_t *>(targets.data.data());
+    size_t t = static_cast<size_t>(seqLen);
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (size_t j = 0; j < t; ++j) {
+        size_t at = static_cast<size_t>(rows[i]) * t + j;
+        x[i * t + j] = from[at];
+        y[i * t + j] = from[at + 1];
+      }
+  };
   // Validation loss: eval_step over the first `evalBatches` batches of the
   // validation data (the same batches every time), with the current
   // parameters (eval_step's inputs: data, target, parameters by name).
@@ -497,14 +510,7 @@ int main(int argc, char **argv) {
       for (int64_t i = 0; i < batch; ++i)
         rows[static_cast<size_t>(i)] = (k * batch + i) % n;
       if (tokens) {
-        auto *ids = reinterpret_cast<int64_t *>(x.data.data());
-        auto *tg = reinterpret_cast<int64_t *>(t.data.data());
-        for (size_t i = 0; i < rows.size(); ++i)
-          for (int64_t j = 0; j < seqLen; ++j) {
-            size_t at = static_cast<size_t>(rows[i] * seqLen + j);
-            ids[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = valStream[at];
-            tg[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = valStream[at + 1];
-          }
+        fillWindows(valStream, rows, x, t);
       } else {
         gather(vxs, rows, x);
         gather(vys, rows, t);
@@ -567,15 +573,7 @@ int main(int argc, char **argv) {
   for (int64_t step = start; step < o.steps; ++step) {
     std::vector<int64_t> rows = batchRows(o, step, batch, examples);
     if (tokens) {
-      // Window w: ids = tokens[w T, (w+1) T), targets shifted by one.
-      auto *ids = reinterpret_cast<int64_t *>(in[xIndex].data.data());
-      auto *tgt = reinterpret_cast<int64_t *>(in[tIndex].data.data());
-      for (size_t i = 0; i < rows.size(); ++i)
-        for (int64_t j = 0; j < seqLen; ++j) {
-          size_t at = static_cast<size_t>(rows[i] * seqLen + j);
-          ids[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = stream[at];
-          tgt[i * static_cast<size_t>(seqLen) + static_cast<size_t>(j)] = stream[at + 1];
-        }
+      fillWindows(stream, rows, in[xIndex], in[tIndex]);
     } else {
       gather(xs, rows, in[xIndex]);
       gather(ys, rows, in[tIndex]);

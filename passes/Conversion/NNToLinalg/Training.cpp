@@ -103,6 +103,21 @@ Value countRows(OpBuilder &b, Location loc, Value labels, int64_t n, Type elt, i
       .getResult(0);
 }
 
+/// What both cross-entropy lowerings start from: logits as [N, C] rows,
+/// labels as [N], and each row's max and sum of exp(z - max).
+struct Rows {
+  int64_t n, c;
+  Value z, y, max, sum;
+};
+
+Rows crossEntropyRows(OpBuilder &b, Location loc, Value logits, Value labels) {
+  Rows r;
+  r.z = rows2d(b, loc, logits, r.n, r.c);
+  r.y = rows1d(b, loc, labels, r.n);
+  std::tie(r.max, r.sum) = rowStats(b, loc, r.z, r.n);
+  return r;
+}
+
 struct CrossEntropyLowering : OpConversionPattern<nn::CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(nn::CrossEntropyOp op, OpAdaptor a,
@@ -113,10 +128,10 @@ struct CrossEntropyLowering : OpConversionPattern<nn::CrossEntropyOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     Type elt = lt.getElementType();
-    int64_t n, c, ignore = static_cast<int64_t>(op.getIgnoreIndex());
-    Value z = rows2d(rw, loc, a.getLogits(), n, c);
-    Value y = rows1d(rw, loc, a.getLabels(), n);
-    auto [max, sum] = rowStats(rw, loc, z, n);
+    int64_t ignore = static_cast<int64_t>(op.getIgnoreIndex());
+    Rows rows = crossEntropyRows(rw, loc, a.getLogits(), a.getLabels());
+    int64_t n = rows.n, c = rows.c;
+    Value z = rows.z, y = rows.y, max = rows.max, sum = rows.sum;
     Value total = tensor::EmptyOp::create(rw, loc, ArrayRef<int64_t>{}, elt);
     total = linalg::FillOp::create(rw, loc, floatConstant(rw, loc, elt, 0.0), total).getResult(0);
     AffineMap id = AffineMap::getMultiDimIdentityMap(1, ctx), scalar = AffineMap::get(1, 0, {}, ctx);
@@ -168,10 +183,10 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     Type elt = lt.getElementType();
-    int64_t n, c, ignore = static_cast<int64_t>(op.getIgnoreIndex());
-    Value z = rows2d(rw, loc, a.getLogits(), n, c);
-    Value y = rows1d(rw, loc, a.getLabels(), n);
-    auto [max, sum] = rowStats(rw, loc, z, n);
+    int64_t ignore = static_cast<int64_t>(op.getIgnoreIndex());
+    Rows rows = crossEntropyRows(rw, loc, a.getLogits(), a.getLabels());
+    int64_t n = rows.n, c = rows.c;
+    Value z = rows.z, y = rows.y, max = rows.max, sum = rows.sum;
     Value count = countRows(rw, loc, y, n, elt, ignore);
     AffineMap full = AffineMap::getMultiDimIdentityMap(2, ctx);
     AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
