@@ -89,6 +89,9 @@ LogicalResult BatchNormOp::verify() {
                             "vectors of C = "
                          << x.getDimSize(1) << " elements of "
                          << x.getElementType() << ", got " << p;
+  float m = getMomentum().convertToFloat();
+  if (!(m >= 0.0f && m <= 1.0f))
+    return emitOpError() << "'momentum' must be in [0, 1], got " << m;
   return verifyEpsilon(*this, getEpsilon());
 }
 

@@ -217,20 +217,31 @@ def NN_RMSNormOp : NN_Op<"rms_norm", [Pure, AllTypesMatch<["x", "result"]>]> {
 
 def NN_BatchNormOp : NN_Op<"batch_norm", [Pure, AllTypesMatch<["x", "result"]>,
     AllTypesMatch<["scale", "bias", "mean", "var"]>]> {
-  let summary = "batch normalization in inference mode (ONNX BatchNormalization)";
+  let summary = "batch normalization (ONNX BatchNormalization)";
   let description = [{
-    `(x - mean) / sqrt(var + epsilon) * scale + bias` per channel (axis 1);
+    `(x - m) / sqrt(v + epsilon) * scale + bias` per channel (axis 1);
     `scale`, `bias`, `mean` and `var` are `[C]`.
+
+    In inference mode (the default) `m` and `v` are the `mean` and `var`
+    operands (running statistics). With `training` (ONNX `training_mode = 1`,
+    a model exported from PyTorch in train mode) `m` and `v` are the batch's
+    mean and biased variance over every axis but 1, and `mean` and `var` are
+    only read by the training step, which updates them as
+    `running = momentum * running + (1 - momentum) * batch` with the unbiased
+    batch variance (PyTorch's rule; ONNX's `momentum`, default 0.9).
 
     Example:
     ```mlir
     %y = nn.batch_norm %x, %s, %b, %m, %v : tensor<1x64x56x56xf32>, tensor<64xf32>
+    %t = nn.batch_norm %x, %s, %b, %m, %v {training, momentum = 0.9 : f32} : tensor<8x64x56x56xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
                        NN_FloatTensor:$bias, NN_FloatTensor:$mean,
                        NN_FloatTensor:$var,
-                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9">:$momentum,
+                       UnitAttr:$training);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$x `,` $scale `,` $bias `,` $mean `,` $var attr-dict "
                        "`:` type($x) `,` type($scale)";
@@ -516,6 +527,76 @@ def NN_MaxPoolOp : NN_InferOp<"max_pool"> {
                        OptionalAttr<DenseI64ArrayAttr>:$pads);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_ConvInputGradOp : NN_Op<"conv_input_grad", [Pure]> {
+  let summary = "gradient of a 2-D convolution with respect to its input";
+  let description = [{
+    For `y = nn.conv(x, w)` with these `strides`, `pads`, `dilations` and
+    `group`, `dy : [N, M, OH, OW]` and `w : [M, C/group, KH, KW]` give
+    `dx = dL/dx : [N, C, H, W]` (the result type names the input's shape,
+    which the output size alone does not determine). The reverse rule of
+    `nn.conv` creates it.
+
+    Example:
+    ```mlir
+    %dx = nn.conv_input_grad %dy, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$dy, NN_FloatTensor:$w,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$dy `,` $w attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_ConvWeightGradOp : NN_Op<"conv_weight_grad", [Pure]> {
+  let summary = "gradient of a 2-D convolution with respect to its weights";
+  let description = [{
+    For `y = nn.conv(x, w)` with these `strides`, `pads`, `dilations` and
+    `group`, `x : [N, C, H, W]` and `dy : [N, M, OH, OW]` give
+    `dw = dL/dw : [M, C/group, KH, KW]` (the result type names the kernel
+    size). The reverse rule of `nn.conv` creates it.
+
+    Example:
+    ```mlir
+    %dw = nn.conv_weight_grad %x, %dy {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x8x8x8xf32>) -> tensor<8x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$dy,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_MaxPoolGradOp : NN_Op<"max_pool_grad", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "gradient of 2-D max pooling with respect to its input";
+  let description = [{
+    For `y = nn.max_pool(x)` with this window, `dy` (shaped like `y`) is
+    routed to the first maximum of each window in row-major order (PyTorch's
+    and ONNX Runtime's choice when a window holds equal maxima, as after a
+    ReLU); windows overlapping at an element add up there. The reverse rule of
+    `nn.max_pool` creates it.
+
+    Example:
+    ```mlir
+    %dx = nn.max_pool_grad %x, %dy {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$dy,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def NN_GlobalAveragePoolOp : NN_InferOp<"global_average_pool"> {

@@ -504,23 +504,24 @@ static FailureOr<Shape> windowOutput(const Failer &fail, const Shape &in,
   return out;
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
-                                       std::optional<Location> loc,
-                                       Adaptor adaptor,
-                                       SmallVectorImpl<Type> &types) {
-  Failer fail{loc, getOperationName()};
-  Shape x = toShape(adaptor.getX().getType());
-  Shape w = toShape(adaptor.getW().getType());
-  Type elt = elementType(adaptor.getX().getType());
+/// The result shape of nn.conv over `x` with weights `w` (and bias type
+/// `bias`, when given); shared by the op and the verifiers of its gradients.
+static FailureOr<Shape> convResult(const Failer &fail, Type xType, Type wType,
+                                   Type bias, std::optional<ArrayRef<int64_t>> strides,
+                                   std::optional<ArrayRef<int64_t>> pads,
+                                   std::optional<ArrayRef<int64_t>> dilations,
+                                   int64_t group) {
+  Shape x = toShape(xType);
+  Shape w = toShape(wType);
+  Type elt = elementType(xType);
   if (x.size() < 3)
     return fail("'x' must be [N, C, D1..Dk] with k >= 1, got {0}",
                 shapeStr(x));
   if (w.size() != x.size())
     return fail("'w' must have the rank of 'x' ({0}), got {1}", x.size(),
                 shapeStr(w));
-  if (elementType(adaptor.getW().getType()) != elt)
+  if (elementType(wType) != elt)
     return fail("'w' must have the element type of 'x'");
-  int64_t group = adaptor.getGroupAttr() ? adaptor.getGroupAttr().getInt() : 1;
   if (group < 1)
     return fail("'group' must be >= 1, got {0}", group);
   if (!ShapedType::isDynamic(x[1]) && x[1] % group != 0)
@@ -532,22 +533,86 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   if (!ShapedType::isDynamic(w[0]) && w[0] % group != 0)
     return fail("output channels {0} are not divisible by group {1}", w[0],
                 group);
-  if (Value b = adaptor.getB()) {
-    auto bt = cast<RankedTensorType>(b.getType());
+  if (bias) {
+    auto bt = cast<RankedTensorType>(bias);
     if (bt.getRank() != 1 || !dimsAgree(bt.getDimSize(0), w[0]) ||
         bt.getElementType() != elt)
       return fail("'b' must be a vector of M = {0} elements, got {1}",
-                  dimStr(w[0]), typeStr(b.getType()));
+                  dimStr(w[0]), typeStr(bias));
   }
   auto spatial = windowOutput(fail, x, ArrayRef<int64_t>(w).drop_front(2),
-                              adaptor.getStrides(), adaptor.getPads(),
-                              adaptor.getDilations());
+                              strides, pads, dilations);
   if (failed(spatial))
     return failure();
   Shape out{x[0], w[0]};
   out.insert(out.end(), spatial->begin(), spatial->end());
-  types.push_back(tensorOf(out, elt));
+  return out;
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  Failer fail{loc, getOperationName()};
+  Value b = adaptor.getB();
+  auto out = convResult(fail, adaptor.getX().getType(), adaptor.getW().getType(),
+                        b ? b.getType() : Type(), adaptor.getStrides(), adaptor.getPads(),
+                        adaptor.getDilations(),
+                        adaptor.getGroupAttr() ? adaptor.getGroupAttr().getInt() : 1);
+  if (failed(out))
+    return failure();
+  types.push_back(tensorOf(*out, elementType(adaptor.getX().getType())));
   return success();
+}
+
+/// A gradient op's `dy` must have the shape its forward op gives.
+static LogicalResult checkGradient(const Failer &fail, Type dy, const Shape &forward,
+                                   Type elt) {
+  Shape d = toShape(dy);
+  bool agree = d.size() == forward.size() && elementType(dy) == elt;
+  for (size_t i = 0; agree && i < d.size(); ++i)
+    agree = dimsAgree(d[i], forward[i]);
+  if (!agree)
+    return fail("'dy' must be the forward op's result type {0} of {1}, got {2}",
+                shapeStr(forward), typeStr(elt), typeStr(dy));
+  return success();
+}
+
+LogicalResult ConvInputGradOp::verify() {
+  Failer fail{getLoc(), getOperationName()};
+  auto forward = convResult(fail, getType(), getW().getType(), Type(), getStrides(),
+                            getPads(), getDilations(), static_cast<int64_t>(getGroup()));
+  if (failed(forward))
+    return failure();
+  return checkGradient(fail, getDy().getType(), *forward, elementType(getType()));
+}
+
+LogicalResult ConvWeightGradOp::verify() {
+  Failer fail{getLoc(), getOperationName()};
+  auto forward = convResult(fail, getX().getType(), getType(), Type(), getStrides(),
+                            getPads(), getDilations(), static_cast<int64_t>(getGroup()));
+  if (failed(forward))
+    return failure();
+  return checkGradient(fail, getDy().getType(), *forward, elementType(getType()));
+}
+
+static FailureOr<Shape> maxPoolResult(const Failer &fail, Type xType,
+                                      ArrayRef<int64_t> kernel,
+                                      std::optional<ArrayRef<int64_t>> strides,
+                                      std::optional<ArrayRef<int64_t>> pads) {
+  Shape x = toShape(xType);
+  if (x.size() < 3)
+    return fail("'x' must be [N, C, D1..Dk] with k >= 1, got {0}",
+                shapeStr(x));
+  if (kernel.size() != x.size() - 2)
+    return fail("'kernel_shape' must have {0} entries, got {1}", x.size() - 2,
+                kernel.size());
+  auto spatial = windowOutput(fail, x, kernel, strides, pads, std::nullopt);
+  if (failed(spatial))
+    return failure();
+  Shape out{x[0], x[1]};
+  out.insert(out.end(), spatial->begin(), spatial->end());
+  return out;
 }
 
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
@@ -555,22 +620,21 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   Failer fail{loc, getOperationName()};
-  Shape x = toShape(adaptor.getX().getType());
-  if (x.size() < 3)
-    return fail("'x' must be [N, C, D1..Dk] with k >= 1, got {0}",
-                shapeStr(x));
-  ArrayRef<int64_t> kernel = adaptor.getKernelShape();
-  if (kernel.size() != x.size() - 2)
-    return fail("'kernel_shape' must have {0} entries, got {1}", x.size() - 2,
-                kernel.size());
-  auto spatial = windowOutput(fail, x, kernel, adaptor.getStrides(),
-                              adaptor.getPads(), std::nullopt);
-  if (failed(spatial))
+  auto out = maxPoolResult(fail, adaptor.getX().getType(), adaptor.getKernelShape(),
+                           adaptor.getStrides(), adaptor.getPads());
+  if (failed(out))
     return failure();
-  Shape out{x[0], x[1]};
-  out.insert(out.end(), spatial->begin(), spatial->end());
-  types.push_back(tensorOf(out, elementType(adaptor.getX().getType())));
+  types.push_back(tensorOf(*out, elementType(adaptor.getX().getType())));
   return success();
+}
+
+LogicalResult MaxPoolGradOp::verify() {
+  Failer fail{getLoc(), getOperationName()};
+  auto forward = maxPoolResult(fail, getX().getType(), getKernelShape(), getStrides(),
+                               getPads());
+  if (failed(forward))
+    return failure();
+  return checkGradient(fail, getDy().getType(), *forward, elementType(getX().getType()));
 }
 
 LogicalResult GlobalAveragePoolOp::inferReturnTypes(

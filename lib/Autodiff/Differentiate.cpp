@@ -65,7 +65,8 @@ LogicalResult rewire::autodiff::backpropagate(ImplicitLocOpBuilder &b, ArrayRef<
 
 LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
                                              ArrayRef<std::string> frozenPrefixes,
-                                             SmallVectorImpl<unsigned> *gradArgs) {
+                                             SmallVectorImpl<unsigned> *gradArgs,
+                                             ArrayRef<unsigned> buffers) {
   if (!fn.getBody().hasOneBlock())
     return fn.emitError("rewire-autodiff: '") << fn.getSymName() << "' has control flow";
   Block &body = fn.getBody().front();
@@ -82,7 +83,7 @@ LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
   // Which arguments to differentiate.
   SmallVector<BlockArgument> wrtArgs;
   for (BlockArgument arg : fn.getArguments()) {
-    if (!isFloatTensor(arg.getType()))
+    if (!isFloatTensor(arg.getType()) || llvm::is_contained(buffers, arg.getArgNumber()))
       continue;
     auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.parameter");
     if (wrt == "parameters" && !name)

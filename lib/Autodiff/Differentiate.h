@@ -15,9 +15,12 @@ namespace rewire::autodiff {
 /// float argument (`wrt` = "all"), minus parameters whose name starts with
 /// one of `frozenPrefixes`. Each gradient result gets nn.name "grad:<arg>".
 /// `gradArgs`, when given, receives the differentiated arguments' numbers.
+/// Arguments numbered in `buffers` (batch-norm running statistics) are never
+/// differentiated.
 mlir::LogicalResult differentiate(mlir::func::FuncOp fn, llvm::StringRef wrt,
                                   llvm::ArrayRef<std::string> frozenPrefixes,
-                                  llvm::SmallVectorImpl<unsigned> *gradArgs = nullptr);
+                                  llvm::SmallVectorImpl<unsigned> *gradArgs = nullptr,
+                                  llvm::ArrayRef<unsigned> buffers = {});
 
 /// The reverse walk: for `ops` (in forward order) from last to first, every
 /// op with an adjoint on a result and a varied operand gets its rule's

@@ -2,9 +2,10 @@
 //
 // Vector-Jacobian products of the nn ops, built from nn ops (so backward IR
 // lowers, fuses and exports like forward IR). Broadcast operands get their
-// gradient summed back to their shape (sumToShape). Ops without a rule here
-// (slice, conv, pooling, batch_norm, attention, scatter_add) make
-// rewire-autodiff stop with an error naming the op.
+// gradient summed back to their shape (sumToShape). Convolution, pooling and
+// batch normalization are in NNConvRules.cpp. Ops without a rule (slice,
+// attention, scatter_add) make rewire-autodiff stop with an error naming the
+// op.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/ReverseMode.h"

@@ -45,6 +45,7 @@ Value sumToShape(ImplicitLocOpBuilder &b, Value grad, RankedTensorType target) {
 
 void registerReverseModeExternalModels(DialectRegistry &registry) {
   registerNNReverseRules(registry);
+  registerNNConvReverseRules(registry);
   registerResidualReverseRules(registry);
 }
 

@@ -36,6 +36,7 @@ mlir::Value scalar(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType, double
 /// Attaches the reverse rules of the nn and residual ops.
 void registerReverseModeExternalModels(mlir::DialectRegistry &registry);
 void registerNNReverseRules(mlir::DialectRegistry &registry);
+void registerNNConvReverseRules(mlir::DialectRegistry &registry);
 void registerResidualReverseRules(mlir::DialectRegistry &registry);
 
 } // namespace rewire::autodiff

@@ -447,8 +447,12 @@ LogicalResult Exporter::exportOp(Operation *op) {
         return success();
       })
       .Case([&](nn::BatchNormOp bn) {
-        GraphBuilder::attr(simple("BatchNormalization"), "epsilon",
-                           bn.getEpsilon().convertToFloat());
+        auto *node = simple("BatchNormalization");
+        GraphBuilder::attr(node, "epsilon", bn.getEpsilon().convertToFloat());
+        if (bn.getTraining()) {
+          GraphBuilder::attr(node, "momentum", bn.getMomentum().convertToFloat());
+          GraphBuilder::attr(node, "training_mode", int64_t(1));
+        }
         return success();
       })
       .Case<nn::ReduceMeanOp, nn::ReduceSumOp>([&](Operation *r) {

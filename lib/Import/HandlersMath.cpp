@@ -169,8 +169,12 @@ HandlerResult layerNorm(NodeContext &c) {
 }
 
 HandlerResult batchNorm(NodeContext &c) {
-  if (c.intAttrOr("training_mode", 0) != 0)
-    return c.error() << "only inference mode (training_mode = 0) is supported";
+  // training_mode = 1 (PyTorch's export of a model in train mode): batch
+  // statistics; the running-statistics outputs are not computed here, the
+  // training step updates them (nn.batch_norm's description).
+  int64_t training = c.intAttrOr("training_mode", 0);
+  if (training != 0 && training != 1)
+    return c.error() << "training_mode must be 0 or 1, got " << training;
   SmallVector<Value> in;
   for (unsigned i = 0; i < 5; ++i) {
     auto v = c.tensorInput(i);
@@ -184,7 +188,9 @@ HandlerResult batchNorm(NodeContext &c) {
                         "same type";
   auto op = nn::BatchNormOp::create(
       c.b, c.loc(), in[0].getType(), in[0], in[1], in[2], in[3], in[4],
-      c.b.getF32FloatAttr(c.floatAttrOr("epsilon", 1e-5)));
+      c.b.getF32FloatAttr(c.floatAttrOr("epsilon", 1e-5)),
+      c.b.getF32FloatAttr(c.floatAttrOr("momentum", 0.9)),
+      training ? c.b.getUnitAttr() : nullptr);
   if (failed(op.verify())) {
     op.erase();
     return failure();

@@ -273,6 +273,12 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
       `c2 = 1/(1-b2^t)` and `lr` passed by the runtime, which owns the
       schedule).
 
+    Batch normalization in training mode (`nn.batch_norm {training}`)
+    normalizes with batch statistics in train_step, which also returns its
+    running statistics updated (`param:<name>` results, PyTorch's rule: they
+    are buffers, never differentiated); eval_step normalizes with the
+    running statistics, as PyTorch's `model.eval()`.
+
     Parameters matching `frozen` (comma-separated name prefixes) are inputs
     of train_step but get no gradient, state or update. Arguments and
     results are named (`nn.name`): `target`, `param:<name>`,

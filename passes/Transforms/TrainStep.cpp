@@ -10,9 +10,11 @@
 #include "lib/Autodiff/Differentiate.h"
 #include "lib/Autodiff/ReverseMode.h"
 
+#include "dialects/nn/NNDecompose.h"
 #include "dialects/nn/NNOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 
 namespace rewire {
@@ -44,6 +46,27 @@ void renameParameters(func::FuncOp fn) {
       fn.removeArgAttr(i, "nn.parameter");
       fn.setArgAttr(i, "nn.name", str(ctx, "param:" + p.getValue()));
     }
+}
+
+/// The training-mode batch normalizations of `fn` whose running statistics
+/// are parameters: those arguments are buffers, updated, not differentiated.
+SmallVector<nn::BatchNormOp> trainingBatchNorms(func::FuncOp fn, SmallVectorImpl<unsigned> &buffers) {
+  SmallVector<nn::BatchNormOp> found;
+  fn.walk([&](nn::BatchNormOp bn) {
+    if (!bn.getTraining())
+      return;
+    bool any = false;
+    for (Value v : {bn.getMean(), bn.getVar()})
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        if (fn.getArgAttr(arg.getArgNumber(), "nn.parameter") &&
+            !llvm::is_contained(buffers, arg.getArgNumber())) {
+          buffers.push_back(arg.getArgNumber());
+          any = true;
+        }
+    if (any)
+      found.push_back(bn);
+  });
+  return found;
 }
 
 void TrainStepPass::runOnOperation() {
@@ -116,14 +139,18 @@ void TrainStepPass::runOnOperation() {
 
   // train_step: the loss and its gradients, then the update.
   auto train = eval.clone();
+  // eval_step evaluates as PyTorch's model.eval(): batch normalization with
+  // the running statistics.
+  eval.walk([](nn::BatchNormOp bn) { bn.removeTrainingAttr(); });
   train.setSymName("train_step");
   SymbolTable(module).insert(train, std::next(Block::iterator(eval)));
   SmallVector<std::string> frozenPrefixes;
   for (StringRef p : llvm::split(StringRef(frozen), ','))
     if (!p.trim().empty())
       frozenPrefixes.push_back(p.trim().str());
-  SmallVector<unsigned> gradArgs;
-  if (failed(autodiff::differentiate(train, "parameters", frozenPrefixes, &gradArgs)))
+  SmallVector<unsigned> gradArgs, buffers;
+  SmallVector<nn::BatchNormOp> batchNorms = trainingBatchNorms(train, buffers);
+  if (failed(autodiff::differentiate(train, "parameters", frozenPrefixes, &gradArgs, buffers)))
     return signalPassFailure();
 
   bool adam = optimizer == "adamw";
@@ -203,6 +230,28 @@ void TrainStepPass::runOnOperation() {
     }
     results.push_back(np);
     attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "param:" + names[k])}));
+  }
+  // Running statistics, PyTorch's update: momentum * running + (1 -
+  // momentum) * batch, with the unbiased batch variance.
+  llvm::DenseSet<unsigned> updated;
+  for (nn::BatchNormOp bn : batchNorms) {
+    b.setLoc(bn.getLoc());
+    auto xt = cast<RankedTensorType>(bn.getX().getType());
+    double count = static_cast<double>(xt.getNumElements()) / static_cast<double>(xt.getDimSize(1));
+    nn::BatchStatistics stats = nn::batchStatistics(b, bn.getX());
+    double m = bn.getMomentum().convertToDouble();
+    auto update = [&](Value running, Value batch, double correction) {
+      auto arg = dyn_cast<BlockArgument>(running);
+      if (!arg || !train.getArgAttr(arg.getArgNumber(), "nn.parameter") ||
+          !updated.insert(arg.getArgNumber()).second)
+        return;
+      results.push_back(add(mul(num(m), running), mul(num((1.0 - m) * correction), batch)));
+      attrs.push_back(DictionaryAttr::get(
+          ctx, {nameAttr(ctx, "param:" + train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                                             "nn.parameter").getValue())}));
+    };
+    update(bn.getMean(), stats.mean, 1.0);
+    update(bn.getVar(), stats.var, count > 1 ? count / (count - 1) : 1.0);
   }
   results.append(newStates.begin(), newStates.end());
   attrs.append(stateAttrs.begin(), stateAttrs.end());

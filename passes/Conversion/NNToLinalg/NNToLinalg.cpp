@@ -9,6 +9,7 @@
 #include "passes/Conversion/LinalgBuilders.h"
 #include "passes/Conversion/NNToLinalg/NNToLinalgPatterns.h"
 
+#include "dialects/nn/NNDecompose.h"
 #include "dialects/nn/NNOps.h"
 
 #include "mlir/IR/AffineMap.h"
@@ -356,6 +357,25 @@ Value rewire::reshapeStatic(OpBuilder &b, Location loc, Value x, RankedTensorTyp
   return tensor::ReshapeOp::create(b, loc, type, x, s);
 }
 
+/// Pads the spatial dims of NCHW `x` by `pads` (begin values, end values).
+Value rewire::padSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
+                 double value) {
+  auto type = cast<RankedTensorType>(x.getType());
+  size_t k = type.getRank() - 2;
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return x;
+  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 0; i < k; ++i) {
+    low.push_back(b.getIndexAttr(pads[i]));
+    high.push_back(b.getIndexAttr(pads[i + k]));
+    shape[i + 2] += pads[i] + pads[i + k];
+  }
+  auto padded = RankedTensorType::get(shape, type.getElementType());
+  return tensor::PadOp::create(b, loc, padded, x, low, high,
+                               cst(b, loc, type.getElementType(), value));
+}
+
 namespace {
 
 template <typename OpTy>
@@ -530,25 +550,6 @@ struct WhereLowering : OpConversionPattern<nn::WhereOp> {
   }
 };
 
-/// Pads the spatial dims of NCHW `x` by `pads` (begin values, end values).
-Value padSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
-                 double value) {
-  auto type = cast<RankedTensorType>(x.getType());
-  size_t k = type.getRank() - 2;
-  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
-    return x;
-  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
-  SmallVector<int64_t> shape(type.getShape());
-  for (size_t i = 0; i < k; ++i) {
-    low.push_back(b.getIndexAttr(pads[i]));
-    high.push_back(b.getIndexAttr(pads[i + k]));
-    shape[i + 2] += pads[i] + pads[i + k];
-  }
-  auto padded = RankedTensorType::get(shape, type.getElementType());
-  return tensor::PadOp::create(b, loc, padded, x, low, high,
-                               cst(b, loc, type.getElementType(), value));
-}
-
 /// Adds a per-channel (dim 1) vector to an NCHW tensor.
 Value addChannels(OpBuilder &b, Location loc, Value x, Value bias) {
   auto type = cast<RankedTensorType>(x.getType());
@@ -678,6 +679,15 @@ struct BatchNormLowering : OpConversionPattern<nn::BatchNormOp> {
     auto type = cast<RankedTensorType>(op.getType());
     if (!type.hasStaticShape())
       return rw.notifyMatchFailure(op, "static shapes only");
+    if (op.getTraining()) {
+      // Batch statistics: nn ops (reductions, then one fused elementwise
+      // pass), which this conversion lowers in turn.
+      ImplicitLocOpBuilder b(op.getLoc(), rw);
+      rw.replaceOp(op, nn::decomposeBatchNorm(b, a.getX(), a.getScale(), a.getBias(), a.getMean(),
+                                              a.getVar(), op.getEpsilon().convertToDouble(),
+                                              /*training=*/true));
+      return success();
+    }
     int64_t rank = type.getRank();
     MLIRContext *ctx = op.getContext();
     AffineMap ch = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
@@ -766,6 +776,7 @@ struct ConvertNNToLinalgPass
     populateNNDataMovementLowerings(patterns);
     populateNNAttentionLowering(patterns);
     populateNNTrainingLowerings(patterns);
+    populateNNWindowGradientLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

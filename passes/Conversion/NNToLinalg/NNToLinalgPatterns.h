@@ -1,7 +1,8 @@
 //===- NNToLinalgPatterns.h - Pattern groups of convert-nn-to-linalg -*- C++ -*-===//
 //
 // convert-nn-to-linalg is split by concern: math and normalization in
-// NNToLinalg.cpp, data movement in DataMovement.cpp, attention in Attention.cpp.
+// NNToLinalg.cpp, data movement in DataMovement.cpp, attention in Attention.cpp, training
+// losses in Training.cpp, gradients of windowed ops in WindowGradients.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_PASSES_CONVERSION_NNTOLINALG_PATTERNS_H
@@ -16,11 +17,19 @@ namespace rewire {
 mlir::Value reshapeStatic(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                           mlir::RankedTensorType type);
 
+/// Pads the spatial dimensions of NCHW `x` by `pads` (begin values, then end
+/// values) with `value`.
+mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       llvm::ArrayRef<int64_t> pads, double value);
+
 /// slice, concat, squeeze, unsqueeze, cast.
 void populateNNDataMovementLowerings(mlir::RewritePatternSet &patterns);
 
 /// cross_entropy, cross_entropy_grad, scatter_add.
 void populateNNTrainingLowerings(mlir::RewritePatternSet &patterns);
+
+/// conv_input_grad, conv_weight_grad, max_pool_grad.
+void populateNNWindowGradientLowerings(mlir::RewritePatternSet &patterns);
 
 /// attention (scores contraction, scale + causal mask, nn.softmax, nn.matmul).
 void populateNNAttentionLowering(mlir::RewritePatternSet &patterns);

@@ -181,6 +181,39 @@ case("residual.nag_gate (beta 2) and nag_add (NAG)",
          R / torch.sqrt((R * R).mean(-1, keepdim=True)) @ w + b)).sum(-1, keepdim=True) ** 2)).sum())
 
 
+case("conv (stride 2, pads, dilation, bias), grouped conv, relu, max_pool with ties",
+     [("x", (2, 4, 9, 9)), ("w", (6, 4, 3, 3)), ("b", (6,)), ("wg", (6, 3, 2, 2)), ("tg", (2, 6, 3, 4))], """
+  %y = nn.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 2, 1, 0>, dilations = array<i64: 1, 2>} : (tensor<2x4x9x9xf32>, tensor<6x4x3x3xf32>, tensor<6xf32>) -> tensor<2x6x5x4xf32>
+  %r = nn.relu %y : tensor<2x6x5x4xf32>
+  %g = nn.conv %r, %wg {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x6x5x4xf32>, tensor<6x3x2x2xf32>) -> tensor<2x6x6x5xf32>
+  %q = nn.relu %g : tensor<2x6x6x5xf32>
+  %p = nn.max_pool %q {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 0, 0>} : (tensor<2x6x6x5xf32>) -> tensor<2x6x3x4xf32>
+  %d = nn.sub %p, %tg : (tensor<2x6x3x4xf32>, tensor<2x6x3x4xf32>) -> tensor<2x6x3x4xf32>
+  %s = nn.mul %d, %d : (tensor<2x6x3x4xf32>, tensor<2x6x3x4xf32>) -> tensor<2x6x3x4xf32>
+  %l = nn.reduce_mean %s {axes = array<i64>, keepdims = false} : (tensor<2x6x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, w, b, wg, tg: ((F.max_pool2d(F.pad(torch.relu(F.conv2d(
+         F.pad(torch.relu(F.conv2d(F.pad(x, (2, 0, 1, 1)), w, b, stride=2, dilation=(1, 2))),
+               (1, 1, 1, 1)), wg, groups=2)), (0, 0, 1, 0), value=-math.inf), (3, 2), (2, 1))
+         - tg) ** 2).mean())
+
+case("batch_norm (training: batch statistics; inference: running), global_average_pool",
+     [("x", (3, 4, 5, 5)), ("s", (4,)), ("b", (4,)), ("m", (4,)), ("v", (4,)), ("w", (4, 4, 1, 1))], """
+  %n = nn.batch_norm %x, %s, %b, %m, %v {training} : tensor<3x4x5x5xf32>, tensor<4xf32>
+  %c = nn.conv %n, %w : (tensor<3x4x5x5xf32>, tensor<4x4x1x1xf32>) -> tensor<3x4x5x5xf32>
+  %e = nn.batch_norm %c, %s, %b, %m, %v {epsilon = 1.0e-03 : f32} : tensor<3x4x5x5xf32>, tensor<4xf32>
+  %t = nn.tanh %e : tensor<3x4x5x5xf32>
+  %p = nn.global_average_pool %t : (tensor<3x4x5x5xf32>) -> tensor<3x4x1x1xf32>
+  %q = nn.mul %p, %p : (tensor<3x4x1x1xf32>, tensor<3x4x1x1xf32>) -> tensor<3x4x1x1xf32>
+  %l = nn.reduce_sum %q {axes = array<i64>, keepdims = false} : (tensor<3x4x1x1xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, s, b, m, v, w: (torch.tanh(
+         (lambda c, ch: (c - ch(m)) / torch.sqrt(ch(v) + 1e-3) * ch(s) + ch(b))(
+             F.conv2d(F.batch_norm(x, None, None, s, b, training=True), w),
+             lambda p: p[None, :, None, None])).mean((2, 3)) ** 2).sum(),
+     positive=("v",))
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)

@@ -760,3 +760,35 @@ func.func @cross_entropy_grad_scalar(%z: tensor<4x8xf32>, %y: tensor<4xi64>, %g:
   %0 = nn.cross_entropy_grad %z, %y, %g : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @bn_momentum(%x: tensor<4x8x4x4xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'momentum' must be in [0, 1], got 1.5}}
+  %0 = nn.batch_norm %x, %c, %c, %c, %c {training, momentum = 1.5 : f32} : tensor<4x8x4x4xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_input_grad_dy(%dy: tensor<2x8x4x4xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'dy' must be the forward op's result type [2x8x8x8] of f32, got tensor<2x8x4x4xf32>}}
+  %0 = nn.conv_input_grad %dy, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x4x4xf32>, tensor<8x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_weight_grad_channels(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x8x6x6xf32>) {
+  // expected-error @+1 {{'w' must have C/group = 3 input channels, got 4}}
+  %0 = nn.conv_weight_grad %x, %dy : (tensor<2x3x8x8xf32>, tensor<2x8x6x6xf32>) -> tensor<8x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_dy(%x: tensor<1x8x4x4xf32>, %dy: tensor<1x8x3x3xf32>) {
+  // expected-error @+1 {{'dy' must be the forward op's result type [1x8x2x2] of f32, got tensor<1x8x3x3xf32>}}
+  %0 = nn.max_pool_grad %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf32>, tensor<1x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  return
+}

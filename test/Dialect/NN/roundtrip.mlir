@@ -70,6 +70,8 @@ func.func @normalization(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %img: tens
   %3 = nn.rms_norm %x, %g : tensor<2x16x64xf32>, tensor<64xf32>
   // CHECK: nn.batch_norm {{.*}} : tensor<1x8x4x4xf32>, tensor<8xf32>
   %4 = nn.batch_norm %img, %c, %c, %c, %c : tensor<1x8x4x4xf32>, tensor<8xf32>
+  // CHECK: nn.batch_norm {{.*}} {momentum = 8.000000e-01 : f32, training}
+  %t = nn.batch_norm %img, %c, %c, %c, %c {training, momentum = 0.8 : f32} : tensor<1x8x4x4xf32>, tensor<8xf32>
   // CHECK: nn.reduce_mean %{{.*}} {axes = array<i64: -1>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
   %5 = nn.reduce_mean %x {axes = array<i64: -1>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
   // CHECK: nn.reduce_sum %{{.*}} {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x16x64xf32>) -> tensor<64xf32>
@@ -119,6 +121,12 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
   %3 = nn.max_pool %2 {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32>
   // CHECK: nn.global_average_pool {{.*}} -> tensor<1x64x1x1xf32>
   %4 = nn.global_average_pool %3 : (tensor<1x64x56x56xf32>) -> tensor<1x64x1x1xf32>
+  // CHECK: nn.conv_input_grad {{.*}} -> tensor<1x64x56x56xf32>
+  %5 = nn.conv_input_grad %1, %dw {group = 64 : i64, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x28x28xf32>, tensor<64x1x3x3xf32>) -> tensor<1x64x56x56xf32>
+  // CHECK: nn.conv_weight_grad {{.*}} -> tensor<64x3x7x7xf32>
+  %6 = nn.conv_weight_grad %stem, %2 {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>} : (tensor<1x3x224x224xf32>, tensor<1x64x112x112xf32>) -> tensor<64x3x7x7xf32>
+  // CHECK: nn.max_pool_grad {{.*}} -> tensor<1x64x112x112xf32>
+  %7 = nn.max_pool_grad %2, %3 {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x112x112xf32>, tensor<1x64x56x56xf32>) -> tensor<1x64x112x112xf32>
   return
 }
 

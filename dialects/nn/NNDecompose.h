@@ -1,0 +1,33 @@
+//===- NNDecompose.h - nn ops written as simpler nn ops ---------*- C++ -*-===//
+//
+// Decompositions shared by the lowering and the reverse rules, so both see
+// the same arithmetic: batch normalization with batch statistics (training
+// mode) or running statistics.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_DIALECTS_NN_NNDECOMPOSE_H
+#define REWIRE_DIALECTS_NN_NNDECOMPOSE_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace rewire::nn {
+
+/// The batch statistics of a training-mode batch normalization, as `[C]`
+/// vectors: the mean and the biased variance over every axis but 1.
+struct BatchStatistics {
+  mlir::Value mean, var;
+};
+
+/// The batch statistics of `x` = [N, C, ...].
+BatchStatistics batchStatistics(mlir::ImplicitLocOpBuilder &b, mlir::Value x);
+
+/// `(x - m) / sqrt(v + eps) * scale + bias` in nn ops, with `m`, `v` the
+/// `[C]` operands `mean`, `var` or, when `training`, the batch statistics
+/// (returned in `stats` when given). `x` is `[N, C, ...]`.
+mlir::Value decomposeBatchNorm(mlir::ImplicitLocOpBuilder &b, mlir::Value x, mlir::Value scale,
+                               mlir::Value bias, mlir::Value mean, mlir::Value var,
+                               double epsilon, bool training, BatchStatistics *stats = nullptr);
+
+} // namespace rewire::nn
+
+#endif // REWIRE_DIALECTS_NN_NNDECOMPOSE_H
