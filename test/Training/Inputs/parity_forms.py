@@ -3,7 +3,9 @@ residual add rewritten by rewire-train --residual=FORM (paper init), against
 a PyTorch model written here from papers.md's equations, starting from the
 same weights (the new parameters' initial values read from the compiled
 artifact's parameter file) and trained on the same batches with SGD:
-per-step losses within 1e-4 relative over 20 steps.
+per-step losses within 1e-4 relative over 20 steps. The stream-level forms
+(ANCRe, DenseFormer) and NAG train a three-block residual MLP, so their
+connections across depth and per-sublayer scales are exercised.
 
     parity_forms.py WORKDIR
 """
@@ -54,6 +56,100 @@ def combine(form, q, x, u):
     raise ValueError(form)
 
 
+class DeepNet(torch.nn.Module):
+    """Three pre-LN residual MLP blocks and a head."""
+
+    def __init__(self, blocks=3):
+        super().__init__()
+        nn = torch.nn
+        self.ln = nn.ModuleList([nn.LayerNorm(p.D) for _ in range(blocks)])
+        self.fc1 = nn.ModuleList([nn.Linear(p.D, p.H) for _ in range(blocks)])
+        self.fc2 = nn.ModuleList([nn.Linear(p.H, p.D) for _ in range(blocks)])
+        self.head = nn.Linear(p.D, p.O)
+        # torch.onnx.export merges initializers of equal value (fresh
+        # LayerNorms are all ones and zeros) into one, which then trains tied:
+        # distinct values keep the blocks' norms apart, as in PyTorch.
+        with torch.no_grad():
+            for ln in self.ln:
+                ln.weight.add_(0.1 * torch.randn(p.D))
+                ln.bias.add_(0.1 * torch.randn(p.D))
+
+    def branch(self, k, h):
+        return self.fc2[k](F.gelu(self.fc1[k](self.ln[k](h))))
+
+    def forward(self, x):
+        for k in range(len(self.ln)):
+            x = x + self.branch(k, x)
+        return self.head(x)
+
+
+def stream(form, net, q, x):
+    """The rewritten stream of DeepNet, from papers.md: q[k] holds block k's
+    new parameters."""
+    states = [x]
+    h = x
+    for k in range(len(net.ln)):
+        f = net.branch(k, h)
+        if form == "ancre":
+            pk = torch.softmax(q[k]["c"] / 0.01, 0)
+            h = (h + f) + sum(pk[j] * states[j] for j in range(len(states)))
+            states.append(h)
+        elif form == "denseformer":
+            c = q[k]["c"]
+            h = c[-1] * (h + f) + sum(c[j] * states[j] for j in range(len(states)))
+            states.append(h)
+        elif form == "nag":
+            d = h.shape[-1]
+            rho = torch.sqrt((h * h).mean(-1, keepdim=True))
+            rbar = h / rho
+            m = (torch.softmax(q[k]["pi"], 0) * torch.sigmoid(rbar @ q[k]["w"] + q[k]["b"])).sum(-1, keepdim=True)
+            f = f - f.mean(-1, keepdim=True)
+            fp = f - ((f * rbar).sum(-1, keepdim=True) / d) * rbar
+            u = d ** 0.5 * fp / torch.clamp(fp.norm(dim=-1, keepdim=True), min=1e-6)
+            h = h + rho * q[k]["alpha"] * m * u
+        else:
+            raise ValueError(form)
+    return net.head(h)
+
+
+def deep_forms(work, x, y):
+    torch.manual_seed(2)
+    net = DeepNet()
+    model = os.path.join(work, "deep.onnx")
+    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
+                      output_names=["y"])
+    init = {k: v.clone() for k, v in net.state_dict().items()}
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    ok = True
+    for form in ("ancre", "denseformer", "nag"):
+        rwx = os.path.join(work, "deep-" + form + ".rwx")
+        subprocess.run(["rewire-compile", model, "--residual=" + form, "-o", rwx], check=True)
+        values = read_safetensors(os.path.join(work, "deep-" + form + ".params.safetensors"))
+        q = [dict() for _ in range(3)]
+        for name, v in values.items():
+            if name.startswith("stream0.layer"):
+                layer, kind, pname = name[len("stream0.layer"):].split(".", 2)
+                assert kind == form, name
+                q[int(layer)][pname] = v.clone().requires_grad_(True)
+        if not all(q):
+            raise SystemExit("FAIL %s: new parameters per block not found in %s" % (form, sorted(values)))
+        net.load_state_dict(init)
+        opt = torch.optim.SGD(list(net.parameters()) + [t for qk in q for t in qk.values()], lr=0.05)
+        want = []
+        for step in range(p.STEPS):
+            rows = [(step * p.B + i) % p.N for i in range(p.B)]
+            loss = F.mse_loss(stream(form, net, q, xt[rows]), yt[rows])
+            want.append(loss.item())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        got = p.rewire_losses(work, model, "deep-" + form, ["--optimizer=sgd", "--lr=0.05",
+                                                           "--residual=" + form])
+        ok &= p.compare("%s, 3 blocks (paper init; %s per block)" % (form, ", ".join(sorted(q[0]))),
+                        got, want, 1e-4)
+    return ok
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)
@@ -90,6 +186,7 @@ def main():
             opt.step()
         got = p.rewire_losses(work, model, form, ["--optimizer=sgd", "--lr=0.05", "--residual=" + form])
         ok &= p.compare("%s (paper init; %s)" % (form, ", ".join(sorted(q))), got, want, 1e-4)
+    ok &= deep_forms(work, x, y)
     sys.exit(0 if ok else 1)
 
 
