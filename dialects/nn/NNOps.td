@@ -652,6 +652,25 @@ def NN_CastOp : NN_Op<"cast", [Pure, Elementwise]> {
   let hasFolder = 1;
 }
 
+def NN_StopGradientOp : NN_Op<"stop_gradient", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "identity whose reverse rule passes no gradient";
+  let description = [{
+    Returns `x`. Reverse-mode differentiation treats the result as a
+    constant: no adjoint reaches `x` through it (PyTorch's `detach`). LPA's
+    residual-fitting variant reads each block's input through it. It lowers
+    to nothing and exports as ONNX Identity; no folder removes it, so it
+    survives canonicalization until differentiation has run.
+
+    Example:
+    ```mlir
+    %h = nn.stop_gradient %x : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 def NN_ConstantOp : NN_Op<"constant", [ConstantLike, Pure,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "a small constant tensor (ONNX Constant)";

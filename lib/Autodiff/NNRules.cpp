@@ -343,6 +343,10 @@ RULE(CrossEntropyRule, nn::CrossEntropyOp)
   out.push_back(Value());
 END_RULE
 
+RULE(StopGradientRule, nn::StopGradientOp)
+  out.push_back(Value());
+END_RULE
+
 #undef RULE
 #undef END_RULE
 
@@ -381,5 +385,6 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::ConstantOp::attachInterface<ConstantRule>(*ctx);
     nn::GatherOp::attachInterface<GatherRule>(*ctx);
     nn::CrossEntropyOp::attachInterface<CrossEntropyRule>(*ctx);
+    nn::StopGradientOp::attachInterface<StopGradientRule>(*ctx);
   });
 }

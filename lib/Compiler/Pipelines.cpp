@@ -133,10 +133,10 @@ LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec
       return module.emitError() << "rewire-compile: --train option '" << p
                                 << "' is not option=value";
     auto [key, value] = p.split('=');
-    // frozen takes a list: its prefixes are joined by '+' on the command line
+    // frozen and depth-weights take lists, joined by '+' on the command line
     // (',' separates options). Other values pass through as they are.
     std::string v = value.str();
-    if (key == "frozen")
+    if (key == "frozen" || key == "depth-weights")
       std::replace(v.begin(), v.end(), '+', ',');
     options += " " + key.str() + "=" + v;
   }

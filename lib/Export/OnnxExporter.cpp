@@ -559,6 +559,7 @@ LogicalResult Exporter::exportOp(Operation *op) {
         return success();
       })
       .Case([&](nn::WhereOp) { simple("Where"); return success(); })
+      .Case([&](nn::StopGradientOp) { simple("Identity"); return success(); })
       .Case([&](nn::CastOp c) -> LogicalResult {
         int32_t dt = onnxDataType(c.getType().getElementType());
         if (!dt)

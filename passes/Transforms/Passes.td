@@ -63,7 +63,10 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     transformer layer is one block) or after every update
     (`granularity=sublayer`). LPA clones the shared head (everything after
     the last stream state) onto every depth and returns those readouts as
-    extra function results named `<output>_depth<k>`.
+    extra function results named `<output>_depth<k>`; with `stop-gradient`
+    each block reads its input through `nn.stop_gradient` (the readouts read
+    the state itself), LPA's residual-fitting variant. rewire-train-step
+    turns the readouts into a weighted per-depth loss.
 
     `init=identity` makes the rewritten model compute exactly the original
     function at step 0; the convex combine cannot (r = 1 drops the state), and
@@ -135,6 +138,9 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
            "rms epsilon of the review gate">,
     Option<"highwayBias", "highway-bias", "double", "-2.0",
            "Initial gate bias of the highway form (paper: -1 to -3)">,
+    Option<"stopGradient", "stop-gradient", "bool", "false",
+           "lpa: each block reads its input through nn.stop_gradient, so it "
+           "is trained by its own depth's loss only (residual fitting)">,
   ];
   let dependentDialects = [
     "::rewire::residual::ResidualDialect",
@@ -279,6 +285,14 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
     are buffers, never differentiated); eval_step normalizes with the
     running statistics, as PyTorch's `model.eval()`.
 
+    A model rewritten by `residual-rewrite{kind=lpa}` returns readouts at
+    every depth (`<output>_depth<k>`, k < K; the output itself is depth K).
+    Both functions then minimize LPA's per-depth loss `L = sum_k w_k
+    loss(readout_k, target)` with `depth-weights`: `uniform` (w_k = 1/K),
+    `linear` (w_k = k / sum k), `last` (end-to-end: w_K = 1) or K given
+    numbers, and also return each depth's loss (`loss:depth<k>`), so
+    training logs the error at every depth.
+
     Parameters matching `frozen` (comma-separated name prefixes) are inputs
     of train_step but get no gradient, state or update. Arguments and
     results are named (`nn.name`): `target`, `param:<name>`,
@@ -303,6 +317,9 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
            "comma-separated parameter-name prefixes not to train">,
     Option<"clip", "clip", "double", "0.0",
            "clip gradients to this global L2 norm first (PyTorch's clip_grad_norm_; 0: off)">,
+    Option<"depthWeights", "depth-weights", "std::string", "\"uniform\"",
+           "LPA per-depth loss weights: uniform, linear (w_k proportional to k), "
+           "last (the final output only: end-to-end), or K comma-separated numbers">,
   ];
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }

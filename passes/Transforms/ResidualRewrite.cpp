@@ -265,6 +265,11 @@ void ResidualRewritePass::runOnOperation() {
     module.emitError() << "residual-rewrite: tau must be positive, got " << static_cast<double>(tau);
     return signalPassFailure();
   }
+  if (stopGradient && kind != RewriteKind::lpa) {
+    module.emitError() << "residual-rewrite: stop-gradient applies only to kind=lpa, not kind="
+                       << kindName(kind);
+    return signalPassFailure();
+  }
   if (!(eps > 0.0)) {
     module.emitError() << "residual-rewrite: eps must be positive, got "
                        << static_cast<double>(eps);
@@ -282,7 +287,7 @@ void ResidualRewritePass::runOnOperation() {
         continue;
       LogicalResult result =
           kind == RewriteKind::lpa
-              ? addDepthReadouts(func, granularity)
+              ? addDepthReadouts(func, granularity, stopGradient)
               : addDepthMixes(func, *symbols, kind == RewriteKind::ancre, tau,
                               granularity);
       if (failed(result))

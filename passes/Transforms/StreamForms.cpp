@@ -117,7 +117,8 @@ LogicalResult rewire::addDepthMixes(func::FuncOp func, SymbolTable &symbols,
 }
 
 LogicalResult rewire::addDepthReadouts(func::FuncOp func,
-                                       Granularity granularity) {
+                                       Granularity granularity,
+                                       bool stopGradient) {
   auto streams = collectStreamUpdates(func);
   if (streams.size() != 1)
     return func.emitError()
@@ -164,6 +165,13 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
     state.replaceAllUsesExcept(tap.getResult(), tap);
     if (depth + 1 == ends.size())
       break; // the last depth is the model's own output
+    if (stopGradient) {
+      // The next blocks read the state detached; the readout below reads
+      // the tap itself.
+      b.setInsertionPointAfter(tap);
+      auto detached = nn::StopGradientOp::create(b, end->getLoc(), tap.getResult());
+      tap.getResult().replaceAllUsesExcept(detached.getResult(), detached);
+    }
     if (tap.getType() != last.getType())
       continue; // the shared head cannot read a state of another shape
     // Clone the head onto this depth, just before the return.

@@ -41,9 +41,13 @@ mlir::LogicalResult addDepthMixes(mlir::func::FuncOp func,
                                   double tau, Granularity granularity);
 
 /// Adds a tap after every block of the stream and a readout of the shared
-/// head at every depth, as extra function results (LPA).
+/// head at every depth, as extra function results (LPA). With
+/// `stopGradient`, each block reads its input through nn.stop_gradient (the
+/// readouts do not), so each block is trained by its own depth's loss only
+/// (LPA's residual-fitting variant).
 mlir::LogicalResult addDepthReadouts(mlir::func::FuncOp func,
-                                     Granularity granularity);
+                                     Granularity granularity,
+                                     bool stopGradient = false);
 
 } // namespace rewire
 

@@ -17,6 +17,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
+
 namespace rewire {
 #define GEN_PASS_DEF_TRAINSTEP
 #include "passes/Transforms/Passes.h.inc"
@@ -118,23 +120,92 @@ void TrainStepPass::runOnOperation() {
   if (failed(eval.insertArgument(firstParam, targetType,
                                  DictionaryAttr::get(ctx, {nameAttr(ctx, "target")}), fwd.getLoc())))
     return fail("cannot add the target argument");
+  // LPA readouts: results named <output>_depth<k>, k = 1..K-1.
+  SmallVector<unsigned> readouts;
+  {
+    auto base = fwd.getResultAttrOfType<StringAttr>(0, "nn.name");
+    std::string prefix = (base ? base.str() : std::string("output_0")) + "_depth";
+    for (unsigned k = 1;; ++k) {
+      unsigned found = 0;
+      for (unsigned i = 1; i < fwd.getNumResults(); ++i)
+        if (auto n = fwd.getResultAttrOfType<StringAttr>(i, "nn.name"))
+          if (n.getValue() == prefix + std::to_string(k) && fwd.getResultTypes()[i] == predType)
+            found = i;
+      if (!found)
+        break;
+      readouts.push_back(found);
+    }
+  }
+  size_t depths = readouts.size() + 1;
+  SmallVector<double> weights;
+  if (readouts.empty()) {
+    weights = {1.0};
+  } else if (depthWeights == "uniform") {
+    weights.assign(depths, 1.0 / static_cast<double>(depths));
+  } else if (depthWeights == "linear") {
+    double total = static_cast<double>(depths * (depths + 1) / 2);
+    for (size_t k = 1; k <= depths; ++k)
+      weights.push_back(static_cast<double>(k) / total);
+  } else if (depthWeights == "last") {
+    weights.assign(depths, 0.0);
+    weights.back() = 1.0;
+  } else {
+    for (StringRef w : llvm::split(StringRef(depthWeights), ',')) {
+      double v;
+      if (w.trim().getAsDouble(v) || !std::isfinite(v) || v < 0.0)
+        return fail("depth-weights '" + depthWeights + "': '" + w.trim() +
+                    "' is not a non-negative number (or use uniform, linear, last)");
+      weights.push_back(v);
+    }
+    if (weights.size() != depths)
+      return fail("depth-weights has " + std::to_string(weights.size()) + " values; the model has " +
+                  std::to_string(depths) + " depths");
+  }
+
+  SmallVector<Value> depthLosses; // eval_step's, depth 1..K
   {
     auto ret = cast<func::ReturnOp>(eval.getBody().front().getTerminator());
     ImplicitLocOpBuilder b(ret.getLoc(), ret);
-    Value l;
-    if (ce) {
-      l = nn::CrossEntropyOp::create(b, scalarType, ret.getOperand(0), eval.getArgument(firstParam),
-                                     b.getI64IntegerAttr(ignoreIndex));
-    } else {
-      Value d = nn::SubOp::create(b, ret.getOperand(0), eval.getArgument(firstParam));
+    Value target = eval.getArgument(firstParam);
+    auto lossOf = [&](Value pred) -> Value {
+      if (ce)
+        return nn::CrossEntropyOp::create(b, scalarType, pred, target,
+                                          b.getI64IntegerAttr(ignoreIndex));
+      Value d = nn::SubOp::create(b, pred, target);
       Value sq = nn::MulOp::create(b, d, d);
-      l = nn::ReduceMeanOp::create(b, scalarType, sq, b.getDenseI64ArrayAttr({}),
-                                   b.getBoolAttr(false));
+      return nn::ReduceMeanOp::create(b, scalarType, sq, b.getDenseI64ArrayAttr({}),
+                                      b.getBoolAttr(false));
+    };
+    Value l;
+    if (readouts.empty()) {
+      l = lossOf(ret.getOperand(0));
+    } else {
+      for (unsigned i : readouts)
+        depthLosses.push_back(lossOf(ret.getOperand(i)));
+      depthLosses.push_back(lossOf(ret.getOperand(0)));
+      // L = sum_k w_k loss_k; depths weighted 0 stay off the loss's path.
+      for (auto [k, lk] : llvm::enumerate(depthLosses)) {
+        if (weights[k] == 0.0)
+          continue;
+        Value term = weights[k] == 1.0
+                         ? lk
+                         : nn::MulOp::create(b, lk, autodiff::scalar(b, elt, weights[k])).getResult();
+        l = l ? nn::AddOp::create(b, l, term).getResult() : term;
+      }
+      if (!l)
+        return fail("depth-weights are all zero");
     }
-    func::ReturnOp::create(b, ValueRange{l});
+    SmallVector<Value> results = {l};
+    SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")})};
+    for (auto [k, lk] : llvm::enumerate(depthLosses)) {
+      results.push_back(lk);
+      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "loss:depth" + Twine(k + 1))}));
+    }
+    func::ReturnOp::create(b, results);
     ret.erase();
-    eval.setFunctionType(FunctionType::get(ctx, eval.getArgumentTypes(), {scalarType}));
-    eval.setResultAttrs(0, DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")}));
+    SmallVector<Type> types(results.size(), scalarType);
+    eval.setFunctionType(FunctionType::get(ctx, eval.getArgumentTypes(), types));
+    eval.setAllResultAttrs(attrs);
   }
 
   // train_step: the loss and its gradients, then the update.
@@ -148,6 +219,14 @@ void TrainStepPass::runOnOperation() {
   for (StringRef p : llvm::split(StringRef(frozen), ','))
     if (!p.trim().empty())
       frozenPrefixes.push_back(p.trim().str());
+  // The per-depth losses are returned after the update (differentiate keeps
+  // only the loss).
+  SmallVector<Value> trainDepthLosses;
+  {
+    auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
+    for (unsigned i = 1; i < ret.getNumOperands(); ++i)
+      trainDepthLosses.push_back(ret.getOperand(i));
+  }
   SmallVector<unsigned> gradArgs, buffers;
   SmallVector<nn::BatchNormOp> batchNorms = trainingBatchNorms(train, buffers);
   if (failed(autodiff::differentiate(train, "parameters", frozenPrefixes, &gradArgs, buffers)))
@@ -255,6 +334,10 @@ void TrainStepPass::runOnOperation() {
   }
   results.append(newStates.begin(), newStates.end());
   attrs.append(stateAttrs.begin(), stateAttrs.end());
+  for (auto [k, lk] : llvm::enumerate(trainDepthLosses)) {
+    results.push_back(lk);
+    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "loss:depth" + Twine(k + 1))}));
+  }
   SmallVector<Type> types;
   for (Value v : results)
     types.push_back(v.getType());

@@ -5,6 +5,8 @@
 // RUN: rewire-opt %s --residual-rewrite=kind=denseformer | FileCheck %s --check-prefix=DENSE
 // RUN: rewire-opt %s --residual-rewrite=kind=denseformer --canonicalize | FileCheck %s --check-prefix=DENSE-CANON
 // RUN: rewire-opt %s --residual-rewrite=kind=lpa | FileCheck %s --check-prefix=LPA
+// RUN: rewire-opt %s --residual-rewrite="kind=lpa stop-gradient=true" | FileCheck %s --check-prefix=LPA-SG
+// RUN: not rewire-opt %s --residual-rewrite="kind=ancre stop-gradient=true" 2>&1 | FileCheck %s --check-prefix=SG-KIND
 // RUN: rewire-opt %s --residual-rewrite="kind=nag nag-c=4" | FileCheck %s --check-prefix=NAG
 // RUN: rewire-opt %s --residual-truncate=depth=1 | FileCheck %s --check-prefix=TRUNC
 // RUN: not rewire-opt %s --residual-rewrite="kind=ancre init=identity" 2>&1 | FileCheck %s --check-prefix=ANCRE-ID
@@ -58,6 +60,15 @@ func.func @forward(%h0: tensor<2x8xf32>, %a0: tensor<2x8xf32>, %m0: tensor<2x8xf
 // LPA: %[[Y:.*]] = nn.matmul %[[T2]]
 // LPA: %[[Y1:.*]] = nn.matmul %[[T1]]
 // LPA: return %[[Y]], %[[Y1]]
+
+// LPA's residual-fitting variant: block 2 reads the detached state, the
+// depth-1 readout the state itself.
+// LPA-SG: %[[T1:.*]] = residual.tap %{{.*}} name "depth1" stream 0 layer 1
+// LPA-SG-NEXT: %[[D1:.*]] = nn.stop_gradient %[[T1]]
+// LPA-SG-NOT: residual.{{.*}} %[[T1]],
+// LPA-SG: residual.add %[[D1]],
+// LPA-SG: nn.matmul %[[T1]]
+// SG-KIND: residual-rewrite: stop-gradient applies only to kind=lpa, not kind=ancre
 
 // NAG gates from the sublayer input, then makes the norm-agnostic update;
 // alpha_l = l^{-1/2} (l 1-based), w ~ N(0, 0.02), b = pi = 0, C = nag-c.

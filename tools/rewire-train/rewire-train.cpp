@@ -53,7 +53,7 @@ namespace {
 
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
-      checkpoint, output, residual, frozen, data, text, tokenDtype = "uint16", loss, exportOnnx,
+      checkpoint, output, residual, frozen, depthWeights, data, text, tokenDtype = "uint16", loss, exportOnnx,
       valData, valInputs, valTargets, jsonl;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
@@ -75,6 +75,8 @@ void usage() {
          "  --shuffle --seed=S                 shuffle examples per epoch (seeded)\n"
          "  --residual=KIND[:opts]             rewrite the residual stream first\n"
          "  --frozen=PREFIX,PREFIX             parameters not to train\n"
+         "  --depth-weights=uniform|linear|last|W1,..,WK\n"
+         "                                     LPA (--residual=lpa): per-depth loss weights\n"
          "  --metrics=FILE.csv                 step,loss,lr per step (loss before the update)\n"
          "  --log-every=K                      progress line every K steps (0: none)\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
@@ -119,6 +121,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("output")) o.output = *v;
     else if (auto v = val("residual")) o.residual = *v;
     else if (auto v = val("frozen")) o.frozen = *v;
+    else if (auto v = val("depth-weights")) o.depthWeights = *v;
     else if (auto v = val("data")) o.data = *v;
     else if (auto v = val("text")) o.text = *v;
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
@@ -169,7 +172,7 @@ Options parse(int argc, char **argv) {
     die("--beta1 and --beta2 must be below 1", 1);
   if (o.resume && o.checkpoint.empty())
     die("--resume needs --checkpoint=DIR", 1);
-  for (const std::string *s : {&o.residual, &o.frozen})
+  for (const std::string *s : {&o.residual, &o.frozen, &o.depthWeights})
     for (char c : *s)
       if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_-.=:,", c))
         die("'" + *s + "' contains '" + std::string(1, c) + "'", 1);
@@ -247,6 +250,11 @@ int main(int argc, char **argv) {
       std::string f = o.frozen;
       std::replace(f.begin(), f.end(), ',', '+');
       spec += ",frozen=" + f;
+    }
+    if (!o.depthWeights.empty()) {
+      std::string w = o.depthWeights;
+      std::replace(w.begin(), w.end(), ',', '+');
+      spec += ",depth-weights=" + w;
     }
     std::vector<std::string> flags = {"--train=" + spec};
     if (!o.residual.empty())
@@ -394,12 +402,15 @@ int main(int argc, char **argv) {
   // to the input it replaces.
   std::vector<HostTensor> out(train->outputs.size());
   std::vector<std::pair<size_t, size_t>> carry; // (output, input)
+  std::vector<size_t> depthOut;
   for (size_t i = 0; i < train->outputs.size(); ++i) {
     out[i].dtype = train->outputs[i].dtype;
     out[i].shape = train->outputs[i].shape;
     out[i].data.assign(static_cast<size_t>(train->outputs[i].byteSize()), 0);
     const std::string &name = train->outputs[i].name;
-    if (name != "loss") {
+    if (name.rfind("loss:", 0) == 0) {
+      depthOut.push_back(i); // LPA: the loss at each depth, logged
+    } else if (name != "loss") {
       auto it = inIndex.find(name);
       if (it == inIndex.end())
         die("train_step output '" + name + "' matches no input", 4);
@@ -500,11 +511,17 @@ int main(int argc, char **argv) {
     ip[xi0] = x.data.data();
     ip[ti0] = t.data.data();
     int64_t n = tokens ? (static_cast<int64_t>(valStream.size()) - 1) / seqLen : vxs.shape[0];
-    HostTensor lossOutT;
-    lossOutT.dtype = DType::F32;
-    lossOutT.data.assign(4, 0);
-    void *op[] = {lossOutT.data.data()};
-    double sum = 0;
+    // Outputs: the loss, then (LPA) the loss at each depth; all scalars.
+    std::vector<HostTensor> eout(eval->outputs.size());
+    std::vector<void *> op;
+    for (size_t i = 0; i < eout.size(); ++i) {
+      if (eval->outputs[i].dtype != DType::F32 || eval->outputs[i].byteSize() != 4)
+        die("eval_step output '" + eval->outputs[i].name + "' is not a scalar loss", 4);
+      eout[i].dtype = DType::F32;
+      eout[i].data.assign(4, 0);
+      op.push_back(eout[i].data.data());
+    }
+    std::vector<double> sum(eout.size(), 0.0);
     for (int64_t k = 0; k < o.evalBatches; ++k) {
       std::vector<int64_t> rows(static_cast<size_t>(batch));
       for (int64_t i = 0; i < batch; ++i)
@@ -515,11 +532,14 @@ int main(int argc, char **argv) {
         gather(vxs, rows, x);
         gather(vys, rows, t);
       }
-      if (auto err = model->runRaw("eval_step", ip.data(), op))
+      if (auto err = model->runRaw("eval_step", ip.data(), op.data()))
         die(*err, 4);
-      sum += lossOutT.at(0);
+      for (size_t i = 0; i < eout.size(); ++i)
+        sum[i] += eout[i].at(0);
     }
-    return sum / static_cast<double>(o.evalBatches);
+    for (double &v : sum)
+      v /= static_cast<double>(o.evalBatches);
+    return sum;
   };
   // On resume, a log keeps only the rows before the checkpoint's step: a run
   // killed after its last checkpoint logged steps that are now run again.
@@ -564,8 +584,12 @@ int main(int argc, char **argv) {
     metrics = std::fopen(o.metrics.c_str(), o.resume ? "a" : "w");
     if (!metrics)
       die("cannot write '" + o.metrics + "'", 4);
-    if (!o.resume)
-      std::fprintf(metrics, "step,loss,lr\n");
+    if (!o.resume) {
+      std::fprintf(metrics, "step,loss,lr");
+      for (size_t k = 0; k < depthOut.size(); ++k)
+        std::fprintf(metrics, ",loss_depth%zu", k + 1);
+      std::fprintf(metrics, "\n");
+    }
   }
 
   bool adam = inIndex.count("bias_correction1") > 0;
@@ -599,17 +623,31 @@ int main(int argc, char **argv) {
               "; lower --lr or add --warmup", 3);
     for (auto [oi, ii] : carry)
       std::swap(out[oi].data, in[ii].data);
-    if (metrics)
-      std::fprintf(metrics, "%lld,%.9g,%.9g\n", static_cast<long long>(step), loss, lr);
-    if (jsonl)
-      std::fprintf(jsonl, "{\"step\":%lld,\"loss\":%.9g,\"lr\":%.9g}\n",
+    if (metrics) {
+      std::fprintf(metrics, "%lld,%.9g,%.9g", static_cast<long long>(step), loss, lr);
+      for (size_t k : depthOut)
+        std::fprintf(metrics, ",%.9g", out[k].at(0));
+      std::fprintf(metrics, "\n");
+    }
+    if (jsonl) {
+      std::fprintf(jsonl, "{\"step\":%lld,\"loss\":%.9g,\"lr\":%.9g",
                    static_cast<long long>(step), loss, lr);
+      for (size_t k = 0; k < depthOut.size(); ++k)
+        std::fprintf(jsonl, ",\"loss_depth%zu\":%.9g", k + 1, out[depthOut[k]].at(0));
+      std::fprintf(jsonl, "}\n");
+    }
     if (validate && (step + 1) % o.evalEvery == 0) {
-      double vl = validationLoss();
-      std::fprintf(stderr, "step %lld  validation loss %.6f\n", static_cast<long long>(step + 1), vl);
-      if (jsonl)
-        std::fprintf(jsonl, "{\"step\":%lld,\"val_loss\":%.9g}\n",
-                     static_cast<long long>(step + 1), vl);
+      std::vector<double> vl = validationLoss();
+      std::fprintf(stderr, "step %lld  validation loss %.6f", static_cast<long long>(step + 1), vl[0]);
+      for (size_t k = 1; k < vl.size(); ++k)
+        std::fprintf(stderr, "%s%.4f", k == 1 ? "  by depth " : " ", vl[k]);
+      std::fprintf(stderr, "\n");
+      if (jsonl) {
+        std::fprintf(jsonl, "{\"step\":%lld,\"val_loss\":%.9g", static_cast<long long>(step + 1), vl[0]);
+        for (size_t k = 1; k < vl.size(); ++k)
+          std::fprintf(jsonl, ",\"val_loss_depth%zu\":%.9g", k, vl[k]);
+        std::fprintf(jsonl, "}\n");
+      }
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o.logEvery > 0 && ((step + 1) % o.logEvery == 0 || step + 1 == o.steps)) {

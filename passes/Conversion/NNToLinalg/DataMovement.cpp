@@ -151,6 +151,16 @@ Value convert(OpBuilder &b, Location l, Value v, Type from, Type to) {
   return arith::TruncIOp::create(b, l, to, v);
 }
 
+/// nn.stop_gradient is the identity once gradients exist.
+struct StopGradientLowering : OpConversionPattern<nn::StopGradientOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(nn::StopGradientOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    rw.replaceOp(op, a.getX());
+    return success();
+  }
+};
+
 struct CastLowering : OpConversionPattern<nn::CastOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(nn::CastOp op, OpAdaptor a,
@@ -177,6 +187,6 @@ struct CastLowering : OpConversionPattern<nn::CastOp> {
 } // namespace
 
 void rewire::populateNNDataMovementLowerings(RewritePatternSet &patterns) {
-  patterns.add<SliceLowering, ConcatLowering, ReshapeLike<nn::SqueezeOp>,
+  patterns.add<SliceLowering, ConcatLowering, StopGradientLowering, ReshapeLike<nn::SqueezeOp>,
                ReshapeLike<nn::UnsqueezeOp>, CastLowering>(patterns.getContext());
 }

@@ -156,3 +156,12 @@ func.func @training_ops(%g: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %z: ten
   %2 = nn.cross_entropy_grad %z, %ids, %s : (tensor<2x16x256xf32>, tensor<2x16xi64>, tensor<f32>) -> tensor<2x16x256xf32>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @stop_gradient
+func.func @stop_gradient(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // CHECK: nn.stop_gradient %{{.*}} : tensor<2x8xf32>
+  %0 = nn.stop_gradient %x : tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

@@ -150,6 +150,53 @@ def deep_forms(work, x, y):
     return ok
 
 
+def lpa_parity(work, x, y):
+    """LPA on the three-block model: the shared head reads every depth and
+    the loss is sum_k w_k mse(head(h_k), y) (papers.md variant A, uniform
+    weights), or each block reads its input detached (variant B, residual
+    fitting, linear weights). The per-depth losses rewire-train logs are
+    compared too."""
+    import csv
+    torch.manual_seed(2)
+    net = DeepNet()
+    model = os.path.join(work, "deep.onnx")
+    init = {k: v.clone() for k, v in net.state_dict().items()}
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    ok = True
+    for tag, residual, weights, detach in (
+            ("uniform weights", "lpa", [1 / 3] * 3, False),
+            ("stop-gradient, linear weights", "lpa:stop-gradient=true", [1 / 6, 2 / 6, 3 / 6], True)):
+        net.load_state_dict(init)
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        want, want_depths = [], []
+        for step in range(p.STEPS):
+            rows = [(step * p.B + i) % p.N for i in range(p.B)]
+            h = xt[rows]
+            depth_losses = []
+            for k in range(3):
+                inp = h.detach() if detach and k > 0 else h
+                h = inp + net.branch(k, inp)
+                depth_losses.append(F.mse_loss(net.head(h), yt[rows]))
+            loss = sum(w * lk for w, lk in zip(weights, depth_losses))
+            want.append(loss.item())
+            want_depths.append([lk.item() for lk in depth_losses])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        name = "lpa-" + ("b" if detach else "a")
+        got = p.rewire_losses(work, model, name, ["--optimizer=sgd", "--lr=0.05", "--residual=" + residual,
+                                                 "--depth-weights=" + ("linear" if detach else "uniform")])
+        ok &= p.compare("lpa, 3 blocks, %s" % tag, got, want, 1e-4)
+        with open(os.path.join(work, name + ".csv")) as f:
+            got_depths = [[float(r["loss_depth%d" % k]) for k in (1, 2, 3)] for r in csv.DictReader(f)]
+        err = max(abs(g - w) / w for gr, wr in zip(got_depths, want_depths) for g, w in zip(gr, wr))
+        good = len(got_depths) == p.STEPS and err <= 1e-4
+        print("%s lpa, 3 blocks, %s: per-depth losses logged, max rel diff %.1e" % (
+            "ok  " if good else "FAIL", tag, err))
+        ok &= good
+    return ok
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)
@@ -187,6 +234,7 @@ def main():
         got = p.rewire_losses(work, model, form, ["--optimizer=sgd", "--lr=0.05", "--residual=" + form])
         ok &= p.compare("%s (paper init; %s)" % (form, ", ".join(sorted(q))), got, want, 1e-4)
     ok &= deep_forms(work, x, y)
+    ok &= lpa_parity(work, x, y)
     sys.exit(0 if ok else 1)
 
 
