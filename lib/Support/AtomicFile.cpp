@@ -1,6 +1,7 @@
 //===- AtomicFile.cpp - Write a file atomically ---------------------------===//
 //
-// Implements writeFileAtomically: temp file, full writes, fsync, rename.
+// Implements writeFileAtomically: temp file, full writes, fsync, rename,
+// fsync of the directory (so the rename itself survives a power loss).
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Support/AtomicFile.h"
@@ -47,6 +48,13 @@ writeFileAtomically(const std::string &path,
     ::unlink(tmp.c_str());
     return "cannot rename '" + tmp + "' to '" + path + "': " +
            std::strerror(err);
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd); // best effort: some file systems refuse directory fsync
+    ::close(dfd);
   }
   return std::nullopt;
 }

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -38,6 +39,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -451,10 +453,31 @@ int main(int argc, char **argv) {
         die("checkpoint lacks '" + train->inputs[i].name + "'", 4);
       std::memcpy(in[i].data.data(), it->second.data.data(), in[i].data.size());
     }
+    // A run killed while checkpointing can leave a temp file or a newer
+    // checkpoint state.json does not name yet: both are stale now.
+    if (DIR *d = ::opendir(o.checkpoint.c_str())) {
+      std::string keep = "model-" + std::to_string(start) + ".safetensors";
+      std::vector<std::string> stale;
+      while (dirent *e = ::readdir(d)) {
+        std::string n = e->d_name;
+        bool ours = n.rfind("model-", 0) == 0 || n.rfind("state.json.tmp.", 0) == 0;
+        if (ours && n != keep)
+          stale.push_back(o.checkpoint + "/" + n);
+      }
+      ::closedir(d);
+      for (const std::string &f : stale)
+        ::unlink(f.c_str());
+    }
     std::cerr << "rewire-train: resumed from step " << start << "\n";
   }
   int64_t lastCheckpoint = o.resume ? start : -1;
+  // The logs are flushed every step (readable while training) and synced
+  // before each checkpoint, so the rows before a checkpoint survive a kill.
+  FILE *jsonl = nullptr, *metrics = nullptr;
   auto writeCheckpoint = [&](int64_t step) {
+    for (FILE *log : {metrics, jsonl})
+      if (log && (std::fflush(log) != 0 || ::fsync(fileno(log)) != 0))
+        die("cannot write the training log: " + std::string(std::strerror(errno)), 4);
     ::mkdir(o.checkpoint.c_str(), 0755);
     std::vector<SafetensorsEntry> entries;
     for (size_t i : paramIn)
@@ -572,14 +595,12 @@ int main(int argc, char **argv) {
     if (!o.jsonl.empty())
       truncateLog(o.jsonl, false);
   }
-  FILE *jsonl = nullptr;
   if (!o.jsonl.empty()) {
     jsonl = std::fopen(o.jsonl.c_str(), o.resume ? "a" : "w");
     if (!jsonl)
       die("cannot write '" + o.jsonl + "'", 4);
   }
 
-  FILE *metrics = nullptr;
   if (!o.metrics.empty()) {
     metrics = std::fopen(o.metrics.c_str(), o.resume ? "a" : "w");
     if (!metrics)
@@ -636,6 +657,9 @@ int main(int argc, char **argv) {
         std::fprintf(jsonl, ",\"loss_depth%zu\":%.9g", k + 1, out[depthOut[k]].at(0));
       std::fprintf(jsonl, "}\n");
     }
+    for (FILE *log : {metrics, jsonl})
+      if (log)
+        std::fflush(log);
     if (validate && (step + 1) % o.evalEvery == 0) {
       std::vector<double> vl = validationLoss();
       std::fprintf(stderr, "step %lld  validation loss %.6f", static_cast<long long>(step + 1), vl[0]);
@@ -661,12 +685,12 @@ int main(int argc, char **argv) {
     if (!o.checkpoint.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0)
       writeCheckpoint(step + 1);
   }
-  if (metrics)
-    std::fclose(metrics);
-  if (jsonl)
-    std::fclose(jsonl);
   if (!o.checkpoint.empty())
     writeCheckpoint(o.steps);
+  for (FILE *log : {metrics, jsonl})
+    if (log && std::fclose(log) != 0)
+      die("cannot write the training log: " + std::string(std::strerror(errno)), 4);
+  metrics = jsonl = nullptr;
   std::string trained = o.output;
   if (trained.empty() && !o.exportOnnx.empty())
     trained = o.exportOnnx + ".params.safetensors";
