@@ -18,6 +18,7 @@
 // model; 3 the loss became NaN or infinite; 4 compile, load or file I/O.
 //
 //===----------------------------------------------------------------------===//
+#include "rewire/Plot/Plot.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/Json.h"
@@ -55,7 +56,7 @@ namespace {
 
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
-      checkpoint, output, residual, frozen, depthWeights, data, text, tokenDtype = "uint16", loss, exportOnnx,
+      checkpoint, output, residual, frozen, depthWeights, plot, data, text, tokenDtype = "uint16", loss, exportOnnx,
       valData, valInputs, valTargets, jsonl;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
@@ -81,6 +82,8 @@ void usage() {
          "                                     LPA (--residual=lpa): per-depth loss weights\n"
          "  --metrics=FILE.csv                 step,loss,lr per step (loss before the update)\n"
          "  --log-every=K                      progress line every K steps (0: none)\n"
+         "  --plot=FILE.png                    loss curves (training, validation, per depth),\n"
+         "                                     redrawn at each checkpoint and at the end\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
          "  --export=FILE.onnx                 the trained (and rewritten) model as ONNX\n"
@@ -124,6 +127,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("residual")) o.residual = *v;
     else if (auto v = val("frozen")) o.frozen = *v;
     else if (auto v = val("depth-weights")) o.depthWeights = *v;
+    else if (auto v = val("plot")) o.plot = *v;
     else if (auto v = val("data")) o.data = *v;
     else if (auto v = val("text")) o.text = *v;
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
@@ -471,10 +475,30 @@ int main(int argc, char **argv) {
     std::cerr << "rewire-train: resumed from step " << start << "\n";
   }
   int64_t lastCheckpoint = o.resume ? start : -1;
+  // Loss history for --plot: this run's steps, after the logged ones a
+  // resumed run reads back from --metrics.
+  std::vector<double> histStep, histLoss, valStep, valLoss;
+  std::vector<std::vector<double>> histDepth(depthOut.size());
+  auto drawPlot = [&]() {
+    if (o.plot.empty())
+      return;
+    // Drawn in order: per-depth losses under the training loss, the
+    // validation points on top.
+    std::vector<plot::Series> series;
+    for (size_t k = 0; k < histDepth.size(); ++k)
+      series.push_back({"depth " + std::to_string(k + 1), histStep, histDepth[k], 0, false});
+    series.push_back({"training loss", histStep, histLoss, 0x0072B2, false});
+    if (!valStep.empty())
+      series.push_back({"validation loss", valStep, valLoss, 0xD55E00, true});
+    plot::Axes axes{"REWIRE-TRAIN", "STEP", "LOSS", false};
+    if (auto err = plot::writeLineChart(o.plot, series, axes))
+      die("cannot write the plot: " + *err, 4);
+  };
   // The logs are flushed every step (readable while training) and synced
   // before each checkpoint, so the rows before a checkpoint survive a kill.
   FILE *jsonl = nullptr, *metrics = nullptr;
   auto writeCheckpoint = [&](int64_t step) {
+    drawPlot();
     for (FILE *log : {metrics, jsonl})
       if (log && (std::fflush(log) != 0 || ::fsync(fileno(log)) != 0))
         die("cannot write the training log: " + std::string(std::strerror(errno)), 4);
@@ -590,8 +614,25 @@ int main(int argc, char **argv) {
       die(*err, 4);
   };
   if (o.resume) {
-    if (!o.metrics.empty())
+    if (!o.metrics.empty()) {
       truncateLog(o.metrics, true);
+      // The plot continues the logged curve: step,loss,lr[,loss_depth<k>...].
+      std::ifstream f(o.metrics);
+      std::string line;
+      std::getline(f, line); // header
+      while (std::getline(f, line)) {
+        std::vector<double> cols;
+        std::stringstream row(line);
+        for (std::string cell; std::getline(row, cell, ',');)
+          cols.push_back(std::strtod(cell.c_str(), nullptr));
+        if (cols.size() != 3 + depthOut.size())
+          continue;
+        histStep.push_back(cols[0]);
+        histLoss.push_back(cols[1]);
+        for (size_t k = 0; k < depthOut.size(); ++k)
+          histDepth[k].push_back(cols[3 + k]);
+      }
+    }
     if (!o.jsonl.empty())
       truncateLog(o.jsonl, false);
   }
@@ -644,6 +685,10 @@ int main(int argc, char **argv) {
               "; lower --lr or add --warmup", 3);
     for (auto [oi, ii] : carry)
       std::swap(out[oi].data, in[ii].data);
+    histStep.push_back(static_cast<double>(step));
+    histLoss.push_back(loss);
+    for (size_t k = 0; k < depthOut.size(); ++k)
+      histDepth[k].push_back(out[depthOut[k]].at(0));
     if (metrics) {
       std::fprintf(metrics, "%lld,%.9g,%.9g", static_cast<long long>(step), loss, lr);
       for (size_t k : depthOut)
@@ -662,6 +707,8 @@ int main(int argc, char **argv) {
         std::fflush(log);
     if (validate && (step + 1) % o.evalEvery == 0) {
       std::vector<double> vl = validationLoss();
+      valStep.push_back(static_cast<double>(step + 1));
+      valLoss.push_back(vl[0]);
       std::fprintf(stderr, "step %lld  validation loss %.6f", static_cast<long long>(step + 1), vl[0]);
       for (size_t k = 1; k < vl.size(); ++k)
         std::fprintf(stderr, "%s%.4f", k == 1 ? "  by depth " : " ", vl[k]);
@@ -687,6 +734,8 @@ int main(int argc, char **argv) {
   }
   if (!o.checkpoint.empty())
     writeCheckpoint(o.steps);
+  else
+    drawPlot();
   for (FILE *log : {metrics, jsonl})
     if (log && std::fclose(log) != 0)
       die("cannot write the training log: " + std::string(std::strerror(errno)), 4);
