@@ -3,9 +3,9 @@
 // Vector-Jacobian products of the nn ops, built from nn ops (so backward IR
 // lowers, fuses and exports like forward IR). Broadcast operands get their
 // gradient summed back to their shape (sumToShape). Convolution, pooling and
-// batch normalization are in NNConvRules.cpp. Ops without a rule (slice,
-// attention, scatter_add) make rewire-autodiff stop with an error naming the
-// op.
+// batch normalization are in NNConvRules.cpp. Ops without a rule
+// (attention, scatter_add) make rewire-autodiff stop with an error naming
+// the op.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/ReverseMode.h"
@@ -343,6 +343,55 @@ RULE(CrossEntropyRule, nn::CrossEntropyOp)
   out.push_back(Value());
 END_RULE
 
+RULE(SliceRule, nn::SliceOp)
+  // Unit steps: the gradient padded back with zeros along each sliced axis
+  // (a concat with zero blocks before and after).
+  auto xt = typeOf(op.getX());
+  int64_t rank = xt.getRank();
+  ArrayRef<int64_t> starts = op.getStarts();
+  size_t n = starts.size();
+  SmallVector<int64_t> axes, steps(n, 1);
+  if (auto a = op.getAxes())
+    axes.assign(a->begin(), a->end());
+  else
+    for (size_t i = 0; i < n; ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (auto st = op.getSteps())
+    steps.assign(st->begin(), st->end());
+  if (!xt.hasStaticShape() || llvm::any_of(steps, [](int64_t s) { return s != 1; }))
+    return raw->emitError("rewire-autodiff: nn.slice is differentiated with unit steps and "
+                          "static shapes only");
+  Value grad = g[0];
+  for (size_t i = 0; i < n; ++i) {
+    int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
+    int64_t dim = xt.getDimSize(ax);
+    int64_t start = starts[i];
+    if (start < 0)
+      start = start < -dim ? 0 : start + dim;
+    start = std::min(start, dim);
+    auto gt = typeOf(grad);
+    int64_t size = gt.getDimSize(ax), after = dim - start - size;
+    SmallVector<Value> parts;
+    auto zeros = [&](int64_t len) {
+      SmallVector<int64_t> shape(gt.getShape());
+      shape[ax] = len;
+      return splat(b, RankedTensorType::get(shape, gt.getElementType()), 0.0);
+    };
+    if (start > 0)
+      parts.push_back(zeros(start));
+    parts.push_back(grad);
+    if (after > 0)
+      parts.push_back(zeros(after));
+    if (parts.size() > 1) {
+      SmallVector<int64_t> shape(gt.getShape());
+      shape[ax] = dim;
+      grad = nn::ConcatOp::create(b, RankedTensorType::get(shape, gt.getElementType()), parts,
+                                  b.getI64IntegerAttr(ax));
+    }
+  }
+  out.push_back(grad);
+END_RULE
+
 RULE(StopGradientRule, nn::StopGradientOp)
   out.push_back(Value());
 END_RULE
@@ -386,5 +435,6 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::GatherOp::attachInterface<GatherRule>(*ctx);
     nn::CrossEntropyOp::attachInterface<CrossEntropyRule>(*ctx);
     nn::StopGradientOp::attachInterface<StopGradientRule>(*ctx);
+    nn::SliceOp::attachInterface<SliceRule>(*ctx);
   });
 }

@@ -25,9 +25,19 @@ func.func @forward(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {nn.parameter = "w"}
 // -----
 
 // An op without a reverse rule on the path to the loss is named.
+func.func @forward(%q: tensor<1x1x4x8xf32> {nn.parameter = "q"}, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<f32> {
+  // expected-error @+1 {{rewire-autodiff: no reverse rule for 'nn.attention' (the loss depends on it)}}
+  %y = nn.attention %q, %k, %v : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %l = nn.reduce_sum %y {axes = array<i64>, keepdims = false} : (tensor<1x1x4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A rule that covers part of an op's attributes says which.
 func.func @forward(%x: tensor<4x8xf32> {nn.parameter = "x"}) -> tensor<f32> {
-  // expected-error @+1 {{rewire-autodiff: no reverse rule for 'nn.slice' (the loss depends on it)}}
-  %y = nn.slice %x {starts = array<i64: 1>, ends = array<i64: 3>, axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  // expected-error @+1 {{rewire-autodiff: nn.slice is differentiated with unit steps and static shapes only}}
+  %y = nn.slice %x {starts = array<i64: 0>, ends = array<i64: 4>, axes = array<i64: 0>, steps = array<i64: 2>} : (tensor<4x8xf32>) -> tensor<2x8xf32>
   %l = nn.reduce_sum %y {axes = array<i64>, keepdims = false} : (tensor<2x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

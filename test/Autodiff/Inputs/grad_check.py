@@ -222,6 +222,17 @@ case("batch_norm (training: batch statistics; inference: running), global_averag
      positive=("v",))
 
 
+case("slice (negative start, clamped end, two axes)",
+     [("x", (4, 6)), ("w", (4, 4))], """
+  %s = nn.slice %x {starts = array<i64: 1, -4>, ends = array<i64: 3, 100>, axes = array<i64: 0, 1>} : (tensor<4x6xf32>) -> tensor<2x4xf32>
+  %m = nn.matmul %s, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %e = nn.mul %m, %m : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %t = nn.tanh %e : tensor<2x4xf32>
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : (tensor<2x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda x, w: (lambda m: torch.tanh(m * m).sum())(x[1:3, 2:6] @ w))
+
+
 def finite_differences(work, i, mlir, feeds, rng, h=1e-6, coords=4):
     """The case in float64: autodiff gradients vs central differences of
     the compiled forward function at random coordinates."""
