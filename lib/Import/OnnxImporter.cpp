@@ -377,6 +377,30 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     return importTensor(t, node.output(0), loc);
   }
 
+  // torch.onnx.export stores initializers of equal value once and aliases
+  // the others with Identity nodes named after them (fresh LayerNorms are
+  // all ones): PyTorch trains those parameters apart, so they become
+  // parameters of their own here (same values; inference is unchanged).
+  if (defaultDomain && node.op_type() == "Identity" && node.input_size() == 1 &&
+      node.output_size() == 1 && !node.output(0).empty() &&
+      !symbols->lookup(node.output(0))) {
+    auto it = values.find(node.input(0));
+    auto entry = llvm::find_if(params, [&](const SafetensorsEntry &e) { return e.name == node.input(0); });
+    if (it != values.end() && entry != params.end() &&
+        it->second.getDefiningOp<ml_program::GlobalLoadConstOp>()) {
+      auto type = cast<RankedTensorType>(it->second.getType());
+      OpBuilder::InsertionGuard guard(b);
+      auto global = nn::createParameter(*symbols, loc, node.output(0), type,
+                                        ml_program::ExternAttr::get(ctx, type));
+      if (failed(global))
+        return fail(ImportStatus::invalid);
+      SafetensorsEntry copy = *entry;
+      copy.name = node.output(0);
+      params.push_back(std::move(copy));
+      return define(node.output(0), nn::loadParameter(b, loc, *global), loc);
+    }
+  }
+
   // Stage 1: the faithful generic form.
   SmallVector<Value> operands;
   SmallVector<int64_t> absent;

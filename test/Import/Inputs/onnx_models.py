@@ -70,6 +70,18 @@ M["batchnorm"] = lambda: model(
     [vi("x", [1, 4, 3, 3])], [vi("y", [1, 4, 3, 3])],
     [init("s", [4]), init("b", [4]), init("m", [4]),
      nph.from_array(RNG.uniform(0.5, 2, [4]).astype(np.float32), "v")])
+M["batchnorm_train"] = lambda: model(
+    [h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="n0",
+                 training_mode=1, momentum=0.8)],
+    [vi("x", [2, 4, 3, 3])], [vi("y", [2, 4, 3, 3])],
+    [init("s", [4]), init("b", [4]), init("m", [4]),
+     nph.from_array(RNG.uniform(0.5, 2, [4]).astype(np.float32), "v")])
+# torch.onnx.export's aliasing of equal initializers: ln2.weight = Identity(ln1.weight).
+M["identity_alias"] = lambda: model(
+    [h.make_node("Identity", ["ln1.weight"], ["ln2.weight"], name="alias"),
+     h.make_node("LayerNormalization", ["x", "ln1.weight"], ["h"], name="n0"),
+     h.make_node("LayerNormalization", ["h", "ln2.weight"], ["y"], name="n1")],
+    [vi("x", [2, 64])], [vi("y", [2, 64])], [init("ln1.weight", [64])])
 M["reduce_mean_attr"] = lambda: model(
     [h.make_node("ReduceMean", ["x"], ["y"], name="n0", axes=[-1], keepdims=1)],
     [vi("x", [2, 5, 8])], [vi("y", [2, 5, 1])], opset=17)

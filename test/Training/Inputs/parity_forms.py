@@ -66,13 +66,8 @@ class DeepNet(torch.nn.Module):
         self.fc1 = nn.ModuleList([nn.Linear(p.D, p.H) for _ in range(blocks)])
         self.fc2 = nn.ModuleList([nn.Linear(p.H, p.D) for _ in range(blocks)])
         self.head = nn.Linear(p.D, p.O)
-        # torch.onnx.export merges initializers of equal value (fresh
-        # LayerNorms are all ones and zeros) into one, which then trains tied:
-        # distinct values keep the blocks' norms apart, as in PyTorch.
-        with torch.no_grad():
-            for ln in self.ln:
-                ln.weight.add_(0.1 * torch.randn(p.D))
-                ln.bias.add_(0.1 * torch.randn(p.D))
+        # The fresh LayerNorms are equal: torch.onnx.export aliases them
+        # (Identity nodes), and the importer unties them again.
 
     def branch(self, k, h):
         return self.fc2[k](F.gelu(self.fc1[k](self.ln[k](h))))
