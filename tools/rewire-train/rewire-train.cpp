@@ -56,7 +56,7 @@ namespace {
 
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
-      checkpoint, output, residual, frozen, depthWeights, plot, data, text, tokenDtype = "uint16", loss, exportOnnx,
+      checkpoint, output, residual, frozen, depthWeights, plot, params, data, text, tokenDtype = "uint16", loss, exportOnnx,
       valData, valInputs, valTargets, jsonl;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
@@ -77,6 +77,8 @@ void usage() {
          "  --schedule=constant|cosine --warmup=W --min-lr=LR\n"
          "  --shuffle --seed=S                 shuffle examples per epoch (seeded)\n"
          "  --residual=KIND[:opts]             rewrite the residual stream first\n"
+         "  --params=FILE.safetensors          initial parameters (default: the model's own);\n"
+         "                                     the new parameters of a rewrite may be omitted\n"
          "  --frozen=PREFIX,PREFIX             parameters not to train\n"
          "  --depth-weights=uniform|linear|last|W1,..,WK\n"
          "                                     LPA (--residual=lpa): per-depth loss weights\n"
@@ -128,6 +130,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("frozen")) o.frozen = *v;
     else if (auto v = val("depth-weights")) o.depthWeights = *v;
     else if (auto v = val("plot")) o.plot = *v;
+    else if (auto v = val("params")) o.params = *v;
     else if (auto v = val("data")) o.data = *v;
     else if (auto v = val("text")) o.text = *v;
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
@@ -379,8 +382,9 @@ int main(int argc, char **argv) {
     }
   }
 
-  // Initial parameters from the artifact's file; the state starts at zero.
-  SafetensorsMapping init;
+  // Initial parameters from the artifact's file (or --params, where it has
+  // them); the state starts at zero.
+  SafetensorsMapping init, given;
   {
     std::string meta = model->metadata();
     JsonValue root;
@@ -390,12 +394,22 @@ int main(int argc, char **argv) {
     std::string path = pf && pf->isString() ? (pf->text[0] == '/' ? pf->text : (dir.empty() ? "." : dir) + "/" + pf->text) : "";
     if (auto err = init.open(path))
       die("cannot read the initial parameters: " + *err, 4);
+    if (!o.params.empty())
+      if (auto err = given.open(o.params))
+        die("--params: " + *err, 4);
   }
   std::vector<size_t> paramIn, stateIn;
+  size_t fromGiven = 0;
   for (size_t i = 0; i < train->inputs.size(); ++i) {
     const std::string &name = train->inputs[i].name;
     if (name.rfind("param:", 0) == 0) {
-      const auto *t = init.find(name.substr(6));
+      const auto *t = o.params.empty() ? nullptr : given.find(name.substr(6));
+      if (t && t->bytes != in[i].data.size())
+        die("--params: '" + name.substr(6) + "' has " + std::to_string(t->bytes) + " bytes; the model's "
+            "has " + std::to_string(in[i].data.size()), 2);
+      fromGiven += t != nullptr;
+      if (!t)
+        t = init.find(name.substr(6));
       if (!t || t->bytes != in[i].data.size())
         die("initial value of '" + name.substr(6) + "' missing or of the wrong size", 4);
       std::memcpy(in[i].data.data(), t->data, t->bytes);
@@ -404,6 +418,8 @@ int main(int argc, char **argv) {
       stateIn.push_back(i);
     }
   }
+  if (!o.params.empty() && fromGiven == 0)
+    die("--params: '" + o.params + "' names none of the model's parameters", 2);
   // Outputs: loss, then updated parameters and state, each matched by name
   // to the input it replaces.
   std::vector<HostTensor> out(train->outputs.size());

@@ -1,0 +1,120 @@
+"""Shared pieces of the paper experiments: running the Rewire tools, reading
+their logs, seeds, spread, and the Markdown report with PNG figures
+(matplotlib, Agg backend) under docs/results/.
+
+Every experiment trains with rewire-train (the compiled train step) and
+states its setup, seeds and the result with spread in its report; the
+verdict against the paper's claim is computed from the numbers, never
+written by hand.
+"""
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+RESULTS = os.path.join(ROOT, "docs", "results")
+
+
+def setup_env(build):
+    """PATH and library directory for the tools of BUILD."""
+    build = os.path.abspath(build)
+    os.environ["PATH"] = os.path.join(build, "bin") + os.pathsep + os.environ["PATH"]
+    os.environ.setdefault("REWIRE_LIB_DIR", os.path.join(build, "lib"))
+    os.environ.setdefault("REWIRE_CACHE_DIR", os.path.join(build, "compile-cache"))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+def tool(*args, quiet=True):
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("%s failed (exit %d):\n%s" % (args[0], r.returncode, r.stderr[-2000:]))
+    if not quiet:
+        sys.stderr.write(r.stderr)
+    return r.stdout
+
+
+def read_jsonl(path):
+    """(train rows, validation rows) of a rewire-train --jsonl file."""
+    train, val = [], []
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            (val if "val_loss" in row else train).append(row)
+    return train, val
+
+
+def save_safetensors(path, tensors):
+    """{name: float32 array} as safetensors (for rewire-train --params)."""
+    header, blobs, offset = {}, [], 0
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        header[name] = {"dtype": "F32", "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        blobs.append(a.tobytes())
+        offset += a.nbytes
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def mean_sd(values):
+    v = np.asarray(values, dtype=np.float64)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def fmt(values, digits=4):
+    m, s = mean_sd(values)
+    return "%.*f ± %.*f" % (digits, m, digits, s)
+
+
+def pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"figure.dpi": 110, "font.size": 9})
+    return plt
+
+
+class Report:
+    """A Markdown report with figures, written to docs/results/NAME.md."""
+
+    def __init__(self, name, title):
+        self.name, self.lines = name, ["# " + title, ""]
+        self.start = time.time()
+        os.makedirs(RESULTS, exist_ok=True)
+
+    def add(self, text=""):
+        self.lines.append(text)
+
+    def table(self, header, rows):
+        self.lines.append("| " + " | ".join(header) + " |")
+        self.lines.append("|" + "---|" * len(header))
+        for r in rows:
+            self.lines.append("| " + " | ".join(str(c) for c in r) + " |")
+        self.lines.append("")
+
+    def figure(self, fig, tag, caption):
+        path = os.path.join(RESULTS, "%s-%s.png" % (self.name, tag))
+        fig.tight_layout()
+        fig.savefig(path)
+        self.lines.append("![%s](%s)" % (caption, os.path.basename(path)))
+        self.lines.append("")
+        self.lines.append("*%s*" % caption)
+        self.lines.append("")
+
+    def write(self, command):
+        self.lines += ["## Reproduce", "", "```sh", command, "```", "",
+                       "Run %s on %s (%d CPUs), %.0f s." % (
+                           time.strftime("%Y-%m-%d"), platform.processor() or platform.machine(),
+                           os.cpu_count(), time.time() - self.start), ""]
+        path = os.path.join(RESULTS, self.name + ".md")
+        with open(path, "w") as f:
+            f.write("\n".join(self.lines))
+        print("wrote " + path)
