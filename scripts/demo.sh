@@ -4,7 +4,8 @@
 # what each form adds; then import the bundled PyTorch-exported tiny GPT
 # (tiny-gpt.onnx), rewrite it into each form and run every variant on the CPU
 # through Rewire's lowering, printing how far each is from the original; then
-# train each form briefly with the compiled train step (rewire-train).
+# train each form briefly with the compiled train step (rewire-train); last, a
+# short version of the LPA experiment (examples/experiments/lpa.py --quick).
 #
 # Exit codes: 0 done; 1 a rewrite failed; 2/3 as scripts/bootstrap.sh.
 set -euo pipefail
@@ -18,3 +19,5 @@ echo
 /usr/bin/python3 "$ROOT/examples/tiny-gpt/run_forms.py" --build "$BUILD_DIR"
 echo
 /usr/bin/python3 "$ROOT/examples/tiny-gpt/train_forms.py" --build "$BUILD_DIR" --steps 100
+echo
+/usr/bin/python3 "$ROOT/examples/experiments/lpa.py" --build "$BUILD_DIR" --quick

@@ -70,7 +70,10 @@ def mean_sd(values):
 
 
 def fmt(values, digits=4):
+    """mean ± sd; small values in scientific notation."""
     m, s = mean_sd(values)
+    if 0 < abs(m) < 10 ** -(digits - 1):
+        return "%.2e ± %.1e" % (m, s)
     return "%.*f ± %.*f" % (digits, m, digits, s)
 
 

@@ -43,6 +43,11 @@ def monotone(errors, slack=0.01):
     return all(b <= a * (1 + slack) for a, b in zip(errors, errors[1:]))
 
 
+def worst_increase(errors):
+    """The largest relative increase of the error from one depth to the next."""
+    return max([0.0] + [(b - a) / a for a, b in zip(errors, errors[1:])])
+
+
 def train(work, model, label, residual, weights, seed, steps, data, init=None, extra=()):
     tag = "%s-%d" % (label.split()[0].lower() + ("b" if "B" in label else ""), seed)
     jsonl = os.path.join(work, tag + ".jsonl")
@@ -102,8 +107,11 @@ def surface_task(work, rep, steps, seeds):
         rows.append(["%d" % k] + [C.fmt([r[0][k - 1] for r in results[l]]) for l, _, _ in VARIANTS])
     rep.table(["depth"] + ["test MSE, %s" % l for l, _, _ in VARIANTS], rows)
     mono = {l: sum(monotone(r[0]) for r in results[l]) for l, _, _ in VARIANTS}
-    rep.add("Error non-increasing with depth (1%% slack), seeds out of %d: %s." % (
-        len(seeds), ", ".join("%s %d" % (l, mono[l]) for l, _, _ in VARIANTS)))
+    rep.add("Error non-increasing with depth (1%% slack), seeds out of %d: %s. Largest increase "
+            "from one depth to the next, over seeds: %s." % (
+                len(seeds), ", ".join("%s %d" % (l, mono[l]) for l, _, _ in VARIANTS),
+                ", ".join("%s %.1f%%" % (l, 100 * max(worst_increase(r[0]) for r in results[l]))
+                          for l, _, _ in VARIANTS)))
     rep.add("")
 
     plt = C.pyplot()
@@ -141,7 +149,7 @@ def surface_task(work, rep, steps, seeds):
             mse = float(((pred - yte) ** 2).mean())
             readout = results[label][0][0][k - 1]
             worst = max(worst, abs(mse - readout) / readout)
-            row += ["%.4f" % mse, "%.4f" % readout]
+            row += ["%.3e" % mse, "%.3e" % readout]
         trunc_rows.append(row)
     rep.add("Truncated models: `residual-truncate{depth=k}` keeps the first k blocks and the head; "
             "compiled and run stand-alone on the test set with the trained weights (seed %d) they "

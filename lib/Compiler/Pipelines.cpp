@@ -24,8 +24,12 @@ using namespace rewire::compiler;
 namespace {
 
 /// Runs `pipeline` (textual, without the builtin.module anchor) on `module`.
+bool passTiming = false;
+
 LogicalResult runPipeline(ModuleOp module, const std::string &pipeline, StringRef what) {
   PassManager manager(module.getContext());
+  if (passTiming)
+    manager.enableTiming();
   std::string errors;
   llvm::raw_string_ostream os(errors);
   if (failed(parsePassPipeline(pipeline, manager, os)))
@@ -116,6 +120,8 @@ void rewire::compiler::collectParameterSources(ModuleOp module, ModuleInfo &info
     info.parameters[global.getSymName().str()] = src;
   }
 }
+
+void rewire::compiler::setPassTiming(bool enable) { passTiming = enable; }
 
 LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec,
                                                  ModuleInfo &info) {

@@ -35,6 +35,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+
 using namespace llvm;
 using namespace rewire::compiler;
 
@@ -90,6 +92,9 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parame
                               cl::init(0), cl::cat(category));
 static cl::list<std::string> dims("dim", cl::desc("Size of a symbolic ONNX dimension"),
                                   cl::value_desc("NAME=SIZE"), cl::cat(category));
+static cl::opt<bool> timing("timing",
+                            cl::desc("Print the wall time of each stage and MLIR's pass timing"),
+                            cl::init(false), cl::cat(category));
 static cl::opt<std::string> runtimeLibDir(
     "runtime-lib-dir", cl::desc("Folder of librewire_kernels.a (default: ../lib beside this tool)"),
     cl::cat(category));
@@ -223,15 +228,27 @@ int main(int argc, char **argv) {
   if (emit == Stage::nn)
     return writeText(output, [&](raw_ostream &os) { module->print(os); });
 
+  rewire::compiler::setPassTiming(timing);
+  auto last = std::chrono::steady_clock::now();
+  auto stage = [&](const char *name) {
+    auto now = std::chrono::steady_clock::now();
+    if (timing)
+      errs() << "rewire-compile: " << name << ": "
+             << format("%.2f", std::chrono::duration<double>(now - last).count()) << " s\n";
+    last = now;
+  };
+  stage("read");
   if (!options.residual.empty() && failed(applyResidualRewrite(*module, options.residual)))
     return 3;
   ModuleInfo info;
   if (!train.empty() && failed(addTrainingSteps(*module, train, info)))
     return 3;
+  stage("residual rewrite and train step");
   if (emit == Stage::residual)
     return writeText(output, [&](raw_ostream &os) { module->print(os); });
   if (failed(lowerToLinalg(*module, options, info)))
     return 3;
+  stage("lower to linalg");
   if (emit == Stage::linalg)
     return writeText(output, [&](raw_ostream &os) { module->print(os); });
 
@@ -248,23 +265,27 @@ int main(int argc, char **argv) {
                               : params;
   if (failed(lowerToLLVMDialect(*module, options)))
     return 3;
+  stage("lower to the LLVM dialect");
   if (emit == Stage::llvmDialect)
     return writeText(output, [&](raw_ostream &os) { module->print(os); });
   LLVMContext llvmContext;
   auto llvmModule = translateAndOptimize(*module, info.entries, paramsRef, options, llvmContext);
   if (!llvmModule)
     return 5;
+  stage("translate and optimize (LLVM)");
   if (emit == Stage::llvm)
     return writeText(output, [&](raw_ostream &os) { llvmModule->print(os, nullptr); });
   std::string object;
   if (auto err = emitObject(*llvmModule, options, object))
     return error(*err, 5);
+  stage("code generation");
   if (emit == Stage::object)
     return writeText(output, [&](raw_ostream &os) { os << object; });
 
   std::string libDir = runtimeLibDir.empty() ? defaultRuntimeLibDir(argv[0]) : runtimeLibDir;
   if (auto err = linkArtifact(object, output, libDir))
     return error(*err, 5);
+  stage("link");
   if (auto err = writeParameters(info, inputDir, options.seed, params))
     return error(*err, 4);
   return 0;

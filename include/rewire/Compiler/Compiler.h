@@ -80,6 +80,10 @@ struct ParameterSource {
   std::vector<float> dense;
 };
 
+/// Print MLIR's pass timing report after every pipeline (rewire-compile
+/// --timing).
+void setPassTiming(bool enable);
+
 /// What lowerToLinalg learns about the module.
 struct ModuleInfo {
   std::vector<EntryPoint> entries;
