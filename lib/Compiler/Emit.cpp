@@ -21,6 +21,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/IR/PassTimingInfo.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -182,6 +183,16 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
     return nullptr;
   }
 
+  // Loop nests outlined by rewire-outline-loop-nests stay functions of their
+  // own: LLVM's loop passes then scale with the nest, not the train step.
+  for (llvm::Function &f : *llvmModule) {
+    llvm::StringRef name = f.getName();
+    size_t at = name.rfind(".loop");
+    if (f.hasLocalLinkage() && at != llvm::StringRef::npos && at + 5 < name.size() &&
+        llvm::all_of(name.drop_front(at + 5), [](char c) { return c >= '0' && c <= '9'; }))
+      f.addFnAttr(llvm::Attribute::NoInline);
+  }
+
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -189,7 +200,10 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = options.optLevel > 1;
   tuning.SLPVectorization = options.optLevel > 1;
-  llvm::PassBuilder pb(tm.get(), tuning);
+  llvm::PassInstrumentationCallbacks callbacks;
+  llvm::TimePassesHandler timePasses(passTimingEnabled());
+  timePasses.registerCallbacks(callbacks);
+  llvm::PassBuilder pb(tm.get(), tuning, std::nullopt, &callbacks);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -203,6 +217,8 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
                                     ? pb.buildO0DefaultPipeline(level)
                                     : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(*llvmModule, mam);
+  if (passTimingEnabled())
+    timePasses.print();
   return llvmModule;
 }
 

@@ -122,6 +122,7 @@ void rewire::compiler::collectParameterSources(ModuleOp module, ModuleInfo &info
 }
 
 void rewire::compiler::setPassTiming(bool enable) { passTiming = enable; }
+bool rewire::compiler::passTimingEnabled() { return passTiming; }
 
 LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec,
                                                  ModuleInfo &info) {
@@ -239,7 +240,7 @@ LogicalResult rewire::compiler::lowerToLLVMDialect(ModuleOp module,
   else
     pipeline += "canonicalize,func.func(convert-linalg-to-loops),";
   pipeline += "expand-strided-metadata,lower-affine,finalize-memref-to-llvm{use-generic-functions},"
-              "func.func(convert-scf-to-cf),convert-math-to-llvm,convert-math-to-libm,"
+              "rewire-outline-loop-nests,func.func(convert-scf-to-cf),convert-math-to-llvm,convert-math-to-libm,"
               "convert-func-to-llvm{use-bare-ptr-memref-call-conv},convert-openmp-to-llvm,"
               "convert-to-llvm,reconcile-unrealized-casts";
   return runPipeline(module, pipeline, "LLVM");

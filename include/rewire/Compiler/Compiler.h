@@ -83,6 +83,7 @@ struct ParameterSource {
 /// Print MLIR's pass timing report after every pipeline (rewire-compile
 /// --timing).
 void setPassTiming(bool enable);
+bool passTimingEnabled();
 
 /// What lowerToLinalg learns about the module.
 struct ModuleInfo {

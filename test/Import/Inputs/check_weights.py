@@ -1,7 +1,9 @@
 """Checks that rewire-import wrote every parameter faithfully: each
 `ml_program.global ... #ml_program.extern` in the IR has an entry of the same
 shape in the safetensors file, and its values equal the ONNX initializer's
-(or Constant node's) bit for bit.
+(or Constant node's) bit for bit. An initializer aliased by an Identity node
+(torch.onnx.export stores equal values once) is a parameter of its own with
+the aliased initializer's values.
 
     check_weights.py model.onnx model.mlir model.safetensors
 """
@@ -38,8 +40,14 @@ def main():
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute[0].type == onnx.AttributeProto.TENSOR:
             source[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    aliased = set()
+    for node in model.graph.node:
+        if node.op_type == "Identity" and node.input[0] in source and node.output[0] not in source:
+            source[node.output[0]] = source[node.input[0]]
+            aliased.add(node.output[0])
     ir = open(sys.argv[2]).read()
     names = re.findall(r'ml_program\.global private @"?([^"(]+)"?\(#extern\d*\) : tensor<([^>]*)>', ir)
+    aliases = sum(n in aliased for n, _ in names)
     stored = read_safetensors(sys.argv[3])
     bad = 0
     for name, ty in names:
@@ -54,7 +62,8 @@ def main():
             print("values differ:", name)
             bad += 1
     extra = set(stored) - {n for n, _ in names}
-    print("%d parameters, %d match, %d unreferenced in the IR" % (len(names), len(names) - bad, len(extra)))
+    print("%d parameters (%d untied aliases), %d match, %d unreferenced in the IR" % (
+        len(names), aliases, len(names) - bad, len(extra)))
     sys.exit(1 if bad or not names else 0)
 
 
