@@ -317,6 +317,8 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
            "comma-separated parameter-name prefixes not to train">,
     Option<"clip", "clip", "double", "0.0",
            "clip gradients to this global L2 norm first (PyTorch's clip_grad_norm_; 0: off)">,
+    Option<"gradNorms", "grad-norms", "bool", "false",
+           "also return each parameter's gradient L2 norm (`gradnorm:<name>`, before clipping)">,
     Option<"depthWeights", "depth-weights", "std::string", "\"uniform\"",
            "LPA per-depth loss weights: uniform, linear (w_k proportional to k), "
            "last (the final output only: end-to-end), or K comma-separated numbers">,

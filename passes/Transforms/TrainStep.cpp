@@ -338,6 +338,14 @@ void TrainStepPass::runOnOperation() {
     results.push_back(lk);
     attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "loss:depth" + Twine(k + 1))}));
   }
+  if (gradNorms)
+    for (unsigned k = 0; k < gradArgs.size(); ++k) {
+      Value g = ret.getOperand(1 + k);
+      Value sq = nn::ReduceSumOp::create(b, scalarType, mul(g, g), b.getDenseI64ArrayAttr({}),
+                                         b.getBoolAttr(false));
+      results.push_back(nn::SqrtOp::create(b, sq));
+      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "gradnorm:" + names[k])}));
+    }
   SmallVector<Type> types;
   for (Value v : results)
     types.push_back(v.getType());

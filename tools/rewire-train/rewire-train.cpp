@@ -62,7 +62,7 @@ struct Options {
          eps = 1e-8, clip = 0;
   int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
           evalBatches = 8;
-  bool shuffle = false, resume = false;
+  bool shuffle = false, resume = false, gradNorms = false;
 };
 
 void usage() {
@@ -92,6 +92,7 @@ void usage() {
          "  --val-data=TOKENS.bin | --val-inputs=X.npy --val-targets=Y.npy\n"
          "  --eval-every=K --eval-batches=N    validation loss (mean of N batches) every K steps\n"
          "  --jsonl=FILE.jsonl                 one JSON object per step (and per validation)\n"
+         "  --grad-norms                       add each parameter's gradient norm to the JSONL rows\n"
          "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
 }
 
@@ -131,6 +132,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("depth-weights")) o.depthWeights = *v;
     else if (auto v = val("plot")) o.plot = *v;
     else if (auto v = val("params")) o.params = *v;
+    else if (a == "--grad-norms") o.gradNorms = true;
     else if (auto v = val("data")) o.data = *v;
     else if (auto v = val("text")) o.text = *v;
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
@@ -260,6 +262,8 @@ int main(int argc, char **argv) {
       std::replace(f.begin(), f.end(), ',', '+');
       spec += ",frozen=" + f;
     }
+    if (o.gradNorms)
+      spec += ",grad-norms=true";
     if (!o.depthWeights.empty()) {
       std::string w = o.depthWeights;
       std::replace(w.begin(), w.end(), ',', '+');
@@ -424,13 +428,15 @@ int main(int argc, char **argv) {
   // to the input it replaces.
   std::vector<HostTensor> out(train->outputs.size());
   std::vector<std::pair<size_t, size_t>> carry; // (output, input)
-  std::vector<size_t> depthOut;
+  std::vector<size_t> depthOut, normOut;
   for (size_t i = 0; i < train->outputs.size(); ++i) {
     out[i].dtype = train->outputs[i].dtype;
     out[i].shape = train->outputs[i].shape;
     out[i].data.assign(static_cast<size_t>(train->outputs[i].byteSize()), 0);
     const std::string &name = train->outputs[i].name;
-    if (name.rfind("loss:", 0) == 0) {
+    if (name.rfind("gradnorm:", 0) == 0) {
+      normOut.push_back(i); // --grad-norms: logged in the JSONL rows
+    } else if (name.rfind("loss:", 0) == 0) {
       depthOut.push_back(i); // LPA: the loss at each depth, logged
     } else if (name != "loss") {
       auto it = inIndex.find(name);
@@ -716,6 +722,13 @@ int main(int argc, char **argv) {
                    static_cast<long long>(step), loss, lr);
       for (size_t k = 0; k < depthOut.size(); ++k)
         std::fprintf(jsonl, ",\"loss_depth%zu\":%.9g", k + 1, out[depthOut[k]].at(0));
+      if (!normOut.empty()) {
+        std::fprintf(jsonl, ",\"grad_norms\":{");
+        for (size_t k = 0; k < normOut.size(); ++k)
+          std::fprintf(jsonl, "%s%s:%.9g", k ? "," : "",
+                       jsonQuote(train->outputs[normOut[k]].name.substr(9)).c_str(), out[normOut[k]].at(0));
+        std::fprintf(jsonl, "}");
+      }
       std::fprintf(jsonl, "}\n");
     }
     for (FILE *log : {metrics, jsonl})

@@ -118,9 +118,32 @@ def main():
     print("%s resume at step 10 reproduces the uninterrupted run: %s" % (
         "ok  " if same else "FAIL", "bit-identical losses" if same else "differs"))
     ok &= same
+    ok &= grad_norm_check(work, model, net, init, xt, yt)
     ok &= export_check(work, model)
     ok &= gpt_parity(work)
     sys.exit(0 if ok else 1)
+
+
+def grad_norm_check(work, model, net, init, xt, yt):
+    """--grad-norms: each parameter's gradient norm at step 0 in the JSONL
+    equals PyTorch's."""
+    import json
+    net.load_state_dict(init)
+    loss = F.mse_loss(net(xt[:B]), yt[:B])
+    loss.backward()
+    want = {k: float(v.grad.norm()) for k, v in net.named_parameters()}
+    jsonl = os.path.join(work, "norms.jsonl")
+    r = subprocess.run(["rewire-train", model, "--inputs=" + os.path.join(work, "x.npy"),
+                        "--targets=" + os.path.join(work, "y.npy"), "--steps=1", "--grad-norms",
+                        "--jsonl=" + jsonl, "--log-every=0"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAIL --grad-norms: " + r.stderr[-800:])
+    got = json.loads(open(jsonl).readline())["grad_norms"]
+    err = max(abs(got[k] - w) / max(w, 1e-12) for k, w in want.items())
+    ok = sorted(got) == sorted(want) and err <= 1e-5
+    print("%s --grad-norms: %d parameters' gradient norms at step 0 match PyTorch, max rel diff %.1e" % (
+        "ok  " if ok else "FAIL", len(got), err))
+    return ok
 
 
 def export_check(work, model):
