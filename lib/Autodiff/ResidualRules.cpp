@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/Differentiate.h"
+#include "lib/Autodiff/ResidualGates.h"
 #include "lib/Autodiff/ReverseMode.h"
 
 #include "dialects/nn/NNOps.h"
@@ -57,16 +58,6 @@ struct ScaleAddRule : ReverseModeOpInterface::ExternalModel<ScaleAddRule, residu
   }
 };
 
-/// rms(x) = x / sqrt(mean_d(x^2) + eps) over the last axis, in nn ops.
-Value rms(ImplicitLocOpBuilder &b, Value x, double eps) {
-  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-  int64_t last = cast<RankedTensorType>(x.getType()).getRank() - 1;
-  Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x), b.getDenseI64ArrayAttr({last}),
-                                      b.getBoolAttr(true));
-  Value s = nn::SqrtOp::create(b, nn::AddOp::create(b, ms, scalar(b, elt, eps)));
-  return nn::DivOp::create(b, x, s);
-}
-
 /// Review and Highway gates, additive and convex, per channel or per row:
 /// differentiated through their decomposition into nn ops.
 struct GatedAddRule : ReverseModeOpInterface::ExternalModel<GatedAddRule, residual::GatedAddOp> {
@@ -78,26 +69,14 @@ struct GatedAddRule : ReverseModeOpInterface::ExternalModel<GatedAddRule, residu
     if (iface.getFeatureAxisIndex() != ht.getRank() - 1)
       return raw->emitError("rewire-autodiff: residual.gated_add is differentiated with the "
                             "feature axis last only");
-    int64_t d = ht.getShape().back();
     bool review = op.getGate() == residual::GateKind::review;
     bool convex = op.getCombine() == residual::Combine::convex;
     double eps = op.getEpsOrDefault();
     return differentiateDecomposition(
         b, raw->getOperands(),
         [&](ImplicitLocOpBuilder &fb, ValueRange v) -> Value {
-          Value h = v[0], u = v[1], w = v[2], bias = v[3];
-          Value z;
-          if (review) {
-            auto wt = cast<RankedTensorType>(w.getType());
-            auto halfType = RankedTensorType::get({d, wt.getDimSize(1)}, wt.getElementType());
-            auto halves = nn::SplitOp::create(fb, TypeRange{halfType, halfType}, w,
-                                              fb.getI64IntegerAttr(0), fb.getDenseI64ArrayAttr({d, d}));
-            z = nn::AddOp::create(fb, nn::MatMulOp::create(fb, rms(fb, h, eps), halves.getResult(0)),
-                                  nn::MatMulOp::create(fb, rms(fb, u, eps), halves.getResult(1)));
-          } else {
-            z = nn::MatMulOp::create(fb, h, w);
-          }
-          Value r = nn::SigmoidOp::create(fb, nn::AddOp::create(fb, z, bias));
+          Value h = v[0], u = v[1];
+          Value r = gatedAddGate(fb, h, u, v[2], v[3], review, eps);
           Value delta = convex ? nn::SubOp::create(fb, u, h).getResult() : u;
           return nn::AddOp::create(fb, h, nn::MulOp::create(fb, r, delta));
         },

@@ -122,6 +122,10 @@ void rewire::compiler::collectParameterSources(ModuleOp module, ModuleInfo &info
 }
 
 void rewire::compiler::setPassTiming(bool enable) { passTiming = enable; }
+
+LogicalResult rewire::compiler::instrumentResidualStreams(ModuleOp module) {
+  return runPipeline(module, "func.func(residual-detect),residual-instrument", "--instrument");
+}
 bool rewire::compiler::passTimingEnabled() { return passTiming; }
 
 LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec,

@@ -326,6 +326,26 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
 
+def ResidualInstrument : Pass<"residual-instrument", "::mlir::ModuleOp"> {
+  let summary = "Return per-layer statistics of the residual streams as extra results";
+  let description = [{
+    For every residual update of every public function, appends scalar
+    results named `stats:s<stream>.l<layer>.<op>.<stat>` (nn.name) computed
+    on the batch the function runs on:
+
+    * `norm` — the mean over rows of the L2 norm of the state the update
+      reads (the stream norm entering layer l);
+    * `update` — the mean over rows of `||h' - h|| / ||h||`, the relative
+      size of the update (NAG's claim: exactly alpha * m);
+    * `gate_mean`, `gate_var` — residual.gated_add's gate r (Review,
+      Highway; the lowering's own equations), or residual.nag_add's
+      modulator m, over all rows and channels.
+
+    rewire-report --stats compiles a model with it and renders the numbers.
+    The model's own results are unchanged and come first.
+  }];
+}
+
 def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
   let summary = "Describe the residual streams: layers, forms, parameters, FLOPs";
   let description = [{

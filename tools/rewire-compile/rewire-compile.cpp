@@ -92,6 +92,10 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parame
                               cl::init(0), cl::cat(category));
 static cl::list<std::string> dims("dim", cl::desc("Size of a symbolic ONNX dimension"),
                                   cl::value_desc("NAME=SIZE"), cl::cat(category));
+static cl::opt<bool> instrument(
+    "instrument",
+    cl::desc("Return per-layer residual-stream statistics as extra results (residual-instrument)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> timing("timing",
                             cl::desc("Print the wall time of each stage and MLIR's pass timing"),
                             cl::init(false), cl::cat(category));
@@ -239,6 +243,8 @@ int main(int argc, char **argv) {
   };
   stage("read");
   if (!options.residual.empty() && failed(applyResidualRewrite(*module, options.residual)))
+    return 3;
+  if (instrument && failed(instrumentResidualStreams(*module)))
     return 3;
   ModuleInfo info;
   if (!train.empty() && failed(addTrainingSteps(*module, train, info)))

@@ -85,6 +85,10 @@ struct ParameterSource {
 void setPassTiming(bool enable);
 bool passTimingEnabled();
 
+/// Appends per-layer statistics of the residual streams to the public
+/// functions' results (residual-instrument; rewire-compile --instrument).
+mlir::LogicalResult instrumentResidualStreams(mlir::ModuleOp module);
+
 /// What lowerToLinalg learns about the module.
 struct ModuleInfo {
   std::vector<EntryPoint> entries;

@@ -1,0 +1,109 @@
+//===- ResidualInstrument.cpp - Per-layer statistics as results -----------===//
+//
+// Implements residual-instrument (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Transforms/Passes.h"
+
+#include "lib/Autodiff/ResidualGates.h"
+#include "lib/Autodiff/ReverseMode.h"
+
+#include "dialects/nn/NNOps.h"
+#include "dialects/residual/ResidualOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace rewire {
+#define GEN_PASS_DEF_RESIDUALINSTRUMENT
+#include "passes/Transforms/Passes.h.inc"
+} // namespace rewire
+
+using namespace mlir;
+using namespace rewire;
+
+namespace {
+
+struct ResidualInstrumentPass : public rewire::impl::ResidualInstrumentBase<ResidualInstrumentPass> {
+  void runOnOperation() override;
+};
+
+RankedTensorType scalarOf(Value v) {
+  return RankedTensorType::get({}, cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+/// Mean of all elements, as a 0-d tensor.
+Value meanAll(ImplicitLocOpBuilder &b, Value x) {
+  return nn::ReduceMeanOp::create(b, scalarOf(x), x, b.getDenseI64ArrayAttr({}), b.getBoolAttr(false));
+}
+
+/// The L2 norm of every row along `axis` (kept as size 1).
+Value rowNorms(ImplicitLocOpBuilder &b, Value x, int64_t axis) {
+  Value sq = nn::ReduceSumOp::create(b, nn::MulOp::create(b, x, x), b.getDenseI64ArrayAttr({axis}),
+                                     b.getBoolAttr(true));
+  return nn::SqrtOp::create(b, sq);
+}
+
+void ResidualInstrumentPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || !fn.isPublic() || !fn.getBody().hasOneBlock())
+      continue;
+    SmallVector<residual::StreamOpInterface> updates;
+    fn.walk([&](residual::StreamOpInterface op) {
+      if (!isa<residual::TapOp>(op.getOperation()))
+        updates.push_back(op);
+    });
+    if (updates.empty())
+      continue;
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    ImplicitLocOpBuilder b(ret.getLoc(), ret);
+    SmallVector<Value> stats;
+    SmallVector<std::string> names;
+    for (residual::StreamOpInterface op : updates) {
+      Operation *raw = op.getOperation();
+      b.setLoc(raw->getLoc());
+      Value h = op.getStreamInput(), y = raw->getResult(0);
+      auto ht = cast<RankedTensorType>(h.getType());
+      if (!isa<FloatType>(ht.getElementType()) || !ht.hasStaticShape())
+        continue;
+      int64_t axis = op.getFeatureAxisIndex();
+      std::string prefix = ("stats:s" + Twine(op.getStreamId()) + ".l" + Twine(op.getLayerIndex()) +
+                            "." + raw->getName().stripDialect())
+                               .str();
+      Value hn = rowNorms(b, h, axis);
+      stats.push_back(meanAll(b, hn));
+      names.push_back(prefix + ".norm");
+      Value dn = rowNorms(b, nn::SubOp::create(b, y, h), axis);
+      Value eps = autodiff::scalar(b, ht.getElementType(), 1e-30);
+      stats.push_back(meanAll(b, nn::DivOp::create(b, dn, nn::AddOp::create(b, hn, eps))));
+      names.push_back(prefix + ".update");
+      Value gate;
+      if (auto g = dyn_cast<residual::GatedAddOp>(raw)) {
+        if (axis == ht.getRank() - 1)
+          gate = autodiff::gatedAddGate(b, g.getH(), g.getU(), g.getWeight(), g.getBias(),
+                                        g.getGate() == residual::GateKind::review, g.getEpsOrDefault());
+      } else if (auto n = dyn_cast<residual::NagAddOp>(raw)) {
+        gate = n.getM();
+      }
+      if (gate) {
+        Value mean = meanAll(b, gate);
+        Value sq = meanAll(b, nn::MulOp::create(b, gate, gate));
+        stats.push_back(mean);
+        names.push_back(prefix + ".gate_mean");
+        stats.push_back(nn::ReluOp::create(b, nn::SubOp::create(b, sq, nn::MulOp::create(b, mean, mean))));
+        names.push_back(prefix + ".gate_var");
+      }
+    }
+    unsigned first = fn.getNumResults();
+    for (auto [i, v] : llvm::enumerate(stats)) {
+      auto attrs = DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, "nn.name"), StringAttr::get(ctx, names[i]))});
+      if (failed(fn.insertResult(first + i, v.getType(), attrs)))
+        return signalPassFailure();
+    }
+    ret->insertOperands(ret.getNumOperands(), stats);
+  }
+}
+
+} // namespace
