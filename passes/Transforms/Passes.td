@@ -341,7 +341,7 @@ def ResidualInstrument : Pass<"residual-instrument", "::mlir::ModuleOp"> {
       Highway; the lowering's own equations), or residual.nag_add's
       modulator m, over all rows and channels.
 
-    rewire-report --stats compiles a model with it and renders the numbers.
+    rewire-report --layer-stats compiles a model with it and renders the numbers.
     The model's own results are unchanged and come first.
   }];
 }

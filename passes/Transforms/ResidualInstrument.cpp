@@ -50,8 +50,11 @@ void ResidualInstrumentPass::runOnOperation() {
     if (fn.isExternal() || !fn.isPublic() || !fn.getBody().hasOneBlock())
       continue;
     SmallVector<residual::StreamOpInterface> updates;
+    // Updates produce the next state (a gate such as nag_gate does not).
     fn.walk([&](residual::StreamOpInterface op) {
-      if (!isa<residual::TapOp>(op.getOperation()))
+      Operation *raw = op.getOperation();
+      if (!isa<residual::TapOp>(raw) && raw->getNumResults() == 1 &&
+          raw->getResult(0).getType() == op.getStreamInput().getType())
         updates.push_back(op);
     });
     if (updates.empty())
