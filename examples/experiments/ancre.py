@@ -178,12 +178,7 @@ def linear_part(work, rep, layers_list, seeds, steps, lr):
 
 
 def text_part(work, rep, steps, layers=8):
-    corpus = "/usr/share/common-licenses/GPL-3"
-    raw = np.frombuffer(open(corpus, "rb").read(), dtype=np.uint8)
-    cut = int(len(raw) * 0.9)
-    tr, va = os.path.join(work, "text-train.bin"), os.path.join(work, "text-val.bin")
-    raw[:cut].astype(np.uint16).tofile(tr)
-    raw[cut:].astype(np.uint16).tofile(va)
+    tr, va, _ = C.char_corpus(work)
     torch.manual_seed(0)
     model = models.export(models.CharGPT(layers=layers, d=48, heads=4, t=32, b=8),
                           torch.zeros(8, 32, dtype=torch.long), os.path.join(work, "chargpt.onnx"))
@@ -205,17 +200,8 @@ def text_part(work, rep, steps, layers=8):
     reach = {l: next((r["step"] for r in v if r["val_loss"] <= target), None) for l, v in vals.items()}
 
     # The learned connections: row k = softmax(c_k / tau) over h_0..h_k.
-    import json
-    import struct
-    with open(trained["ANCRe"], "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    logits = {}
-    for name, e in header.items():
-        if name.endswith(".ancre.c"):
-            lo, hi = e["data_offsets"]
-            logits[int(name.split(".")[1][len("layer"):])] = np.frombuffer(blob[8 + n + lo:8 + n + hi], np.float32)
+    logits = {int(name.split(".")[1][len("layer"):]): c
+              for name, c in C.read_safetensors(trained["ANCRe"]).items() if name.endswith(".ancre.c")}
     matrix = np.full((len(logits), len(logits)), np.nan)
     for i, layer in enumerate(sorted(logits)):
         c = logits[layer].astype(np.float64) / TAU

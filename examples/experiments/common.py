@@ -49,6 +49,48 @@ def read_jsonl(path):
     return train, val
 
 
+CORPUS = "/usr/share/common-licenses/GPL-3"  # on every Debian system
+
+
+def char_corpus(work):
+    """The bytes of CORPUS split 90/10 into token files for rewire-train
+    (uint16): (train path, validation path, validation bytes as int64)."""
+    raw = np.frombuffer(open(CORPUS, "rb").read(), dtype=np.uint8)
+    cut = int(len(raw) * 0.9)
+    tr, va = os.path.join(work, "text-train.bin"), os.path.join(work, "text-val.bin")
+    raw[:cut].astype(np.uint16).tofile(tr)
+    raw[cut:].astype(np.uint16).tofile(va)
+    return tr, va, raw[cut:].astype(np.int64)
+
+
+def layer_stats(model, page, residual="", params="", inputs="", batches=4):
+    """rewire-report --layer-stats: {(layer, statistic): value} of stream 0."""
+    import re
+    args = ["rewire-report", model, "--layer-stats", "--inputs=" + inputs, "--batches=%d" % batches,
+            "-o", page]
+    if residual:
+        args.append("--residual=" + residual)
+    if params:
+        args.append("--params=" + params)
+    tool(*args)
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>([a-z_]+)</td><td>([a-z_]+)</td>"
+                      r"<td>([-0-9.e+]+)</td></tr>", open(page).read())
+    return {(int(l), stat): float(v) for s, l, _, stat, v in rows if s == "0"}
+
+
+def read_safetensors(path):
+    """{name: float32 array} of a safetensors file."""
+    blob = open(path, "rb").read()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name != "__metadata__":
+            lo, hi = e["data_offsets"]
+            out[name] = np.frombuffer(blob[8 + n + lo:8 + n + hi], np.float32).reshape(e["shape"])
+    return out
+
+
 def save_safetensors(path, tensors):
     """{name: float32 array} as safetensors (for rewire-train --params)."""
     header, blobs, offset = {}, [], 0

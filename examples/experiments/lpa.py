@@ -161,12 +161,7 @@ def surface_task(work, rep, steps, seeds):
 
 
 def text_task(work, rep, steps, seed=0):
-    corpus = "/usr/share/common-licenses/GPL-3"
-    raw = np.frombuffer(open(corpus, "rb").read(), dtype=np.uint8)
-    cut = int(len(raw) * 0.9)
-    tr, va = os.path.join(work, "text-train.bin"), os.path.join(work, "text-val.bin")
-    raw[:cut].astype(np.uint16).tofile(tr)
-    raw[cut:].astype(np.uint16).tofile(va)
+    tr, va, _ = C.char_corpus(work)
     layers = 6
     torch.manual_seed(seed)
     model = models.export(models.CharGPT(layers=layers), torch.zeros(8, 64, dtype=torch.long),

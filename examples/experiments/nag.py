@@ -15,7 +15,6 @@ with the validation loss change.
 """
 import argparse
 import os
-import re
 import sys
 import tempfile
 
@@ -28,18 +27,6 @@ import common as C  # noqa: E402
 import models  # noqa: E402
 
 T, B, WIDTH = 32, 8, 48
-
-
-def stats(model, residual, params, ids, page):
-    args = ["rewire-report", model, "--layer-stats", "--inputs=" + ids, "--batches=4", "-o", page]
-    if residual:
-        args.append("--residual=" + residual)
-    if params:
-        args.append("--params=" + params)
-    C.tool(*args)
-    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>([a-z_]+)</td><td>([a-z_]+)</td>"
-                      r"<td>([-0-9.e+]+)</td></tr>", open(page).read())
-    return {(int(l), st): float(v) for _, l, _, st, v in rows}
 
 
 def cross_entropy(logits, targets):
@@ -59,12 +46,7 @@ def main():
     depths, steps = ([2], 60) if args.quick else ([3, 6], 400)
     if args.quick:
         C.RESULTS = work
-    raw = np.frombuffer(open("/usr/share/common-licenses/GPL-3", "rb").read(), dtype=np.uint8)
-    cut = int(len(raw) * 0.9)
-    tr, va = os.path.join(work, "train.bin"), os.path.join(work, "val.bin")
-    raw[:cut].astype(np.uint16).tofile(tr)
-    raw[cut:].astype(np.uint16).tofile(va)
-    val = raw[cut:].astype(np.int64)
+    tr, va, val = C.char_corpus(work)
     nwin = min(64, (len(val) - 1) // T)
     vx = np.stack([val[i * T:(i + 1) * T] for i in range(nwin)])
     vy = np.stack([val[i * T + 1:(i + 1) * T + 1] for i in range(nwin)])
@@ -97,7 +79,7 @@ def main():
                 a.append("--residual=" + residual)
             C.tool(*a)
             _, v = C.read_jsonl(jsonl)
-            s = stats(model, residual, out, ids, os.path.join(work, "%s-%d.html" % (label, layers)))
+            s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (label, layers)), residual, out, ids)
             results[(layers, label)] = (v[-1]["val_loss"], s, model, out)
             print("  %d layers %-8s validation loss %.4f" % (layers, label, v[-1]["val_loss"]), flush=True)
 

@@ -13,11 +13,8 @@ checkpoints).
     python3 examples/experiments/review.py --build build [--quick]
 """
 import argparse
-import json
 import os
 import re
-import struct
-import subprocess
 import sys
 import tempfile
 
@@ -35,34 +32,14 @@ VARIANTS = [("standard", ""), ("additive review", "review"),
 
 def checkpoint_params(ck, step, out):
     """The model parameters of a rewire-train checkpoint, under model names."""
-    blob = open(os.path.join(ck, "model-%d.safetensors" % step), "rb").read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    tensors = {}
-    for name, e in header.items():
-        if name.startswith("param:"):
-            lo, hi = e["data_offsets"]
-            tensors[name[6:]] = np.frombuffer(blob[8 + n + lo:8 + n + hi], np.float32).reshape(e["shape"])
-    C.save_safetensors(out, tensors)
-
-
-def layer_stats(model, residual, params, ids, page):
-    C.tool("rewire-report", model, "--layer-stats", "--residual=" + residual, "--params=" + params,
-           "--inputs=" + ids, "--batches=4", "-o", page)
-    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>([a-z_]+)</td><td>([a-z_]+)</td>"
-                      r"<td>([-0-9.e+]+)</td></tr>", open(page).read())
-    return {(int(l), stat): float(v) for _, l, _, stat, v in rows}
+    tensors = C.read_safetensors(os.path.join(ck, "model-%d.safetensors" % step))
+    C.save_safetensors(out, {k[6:]: v for k, v in tensors.items() if k.startswith("param:")})
 
 
 def run(work, rep, layers, steps, snapshots):
-    corpus = "/usr/share/common-licenses/GPL-3"
-    raw = np.frombuffer(open(corpus, "rb").read(), dtype=np.uint8)
-    cut = int(len(raw) * 0.9)
-    tr, va = os.path.join(work, "train.bin"), os.path.join(work, "val.bin")
-    raw[:cut].astype(np.uint16).tofile(tr)
-    raw[cut:].astype(np.uint16).tofile(va)
+    tr, va, val = C.char_corpus(work)
     t, b = 32, 8
-    windows = np.stack([raw[i * t:(i + 1) * t] for i in range(32)]).astype(np.int64)
+    windows = np.stack([val[i * t:(i + 1) * t] for i in range(32)])
     ids = os.path.join(work, "ids.npy")
     np.save(ids, windows)
     torch.manual_seed(0)
@@ -98,21 +75,12 @@ def run(work, rep, layers, steps, snapshots):
         if residual:
             gates[label] = {}
             for step in snapshots:
-                if step == 0:
-                    params = ""
-                else:
+                params = ""  # step 0: the rewritten model's own initial parameters
+                if step:
                     params = os.path.join(work, "%s-%d.safetensors" % (tag, step))
                     checkpoint_params(ck, step, params)
-                args = [model, residual, params, ids, os.path.join(work, "%s-%d.html" % (tag, step))]
-                if not params:  # the rewritten model's own initial parameters
-                    page = args[4]
-                    C.tool("rewire-report", model, "--layer-stats", "--residual=" + residual,
-                           "--inputs=" + ids, "--batches=4", "-o", page)
-                    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>([a-z_]+)</td><td>([a-z_]+)</td>"
-                                      r"<td>([-0-9.e+]+)</td></tr>", open(page).read())
-                    s = {(int(l), st): float(v) for _, l, _, st, v in rows}
-                else:
-                    s = layer_stats(*args)
+                s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (tag, step)), residual,
+                                  params, ids)
                 gates[label][step] = s
         print("  %-16s final validation loss %.4f" % (label, val[-1]["val_loss"]), flush=True)
 
