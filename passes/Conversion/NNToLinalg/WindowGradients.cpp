@@ -87,8 +87,18 @@ Value unpad(OpBuilder &b, Location loc, Value x, RankedTensorType type, ArrayRef
   return tensor::ExtractSliceOp::create(b, loc, type, x, offsets, sizes, ones);
 }
 
-Value multiplyAccumulate(OpBuilder &b, Location loc, ValueRange v) {
-  return arith::AddFOp::create(b, loc, v[2], arith::MulFOp::create(b, loc, v[0], v[1]));
+/// init + sum over the last three of eight loops of a * b (five parallel
+/// loops: the output's), reading through `maps` (a, b, output).
+Value contract(OpBuilder &b, Location loc, Value x, Value y, Value init, ArrayRef<AffineMap> maps) {
+  SmallVector<IteratorType> iters(5, IteratorType::parallel);
+  iters.append(3, IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{x, y}, ValueRange{init}, maps, iters,
+             [](OpBuilder &nb, Location l, ValueRange v) {
+               linalg::YieldOp::create(
+                   nb, l, ValueRange{arith::AddFOp::create(nb, l, v[2], arith::MulFOp::create(nb, l, v[0], v[1]))});
+             })
+      .getResult(0);
 }
 
 /// [A, G * B, ...] as [A, G, B, ...] (split = 1) or [G * B, ...] as
@@ -131,15 +141,7 @@ struct ConvWeightGradLowering : OpConversionPattern<nn::ConvWeightGradOp> {
     SmallVector<int64_t> shape = {g, type.getDimSize(0) / g, type.getDimSize(1), type.getDimSize(2),
                                   type.getDimSize(3)};
     Value init = zeros(rw, loc, shape, elt, rw.getFloatAttr(elt, 0.0));
-    SmallVector<IteratorType> iters(5, IteratorType::parallel);
-    iters.append(3, IteratorType::reduction);
-    Value dw = linalg::GenericOp::create(
-                   rw, loc, TypeRange{init.getType()}, ValueRange{dy, x}, ValueRange{init},
-                   ArrayRef<AffineMap>{dym, xm, om}, iters,
-                   [](OpBuilder &b, Location l, ValueRange v) {
-                     linalg::YieldOp::create(b, l, multiplyAccumulate(b, l, v));
-                   })
-                   .getResult(0);
+    Value dw = contract(rw, loc, dy, x, init, {dym, xm, om});
     rw.replaceOp(op, reshapeStatic(rw, loc, dw, type));
     return success();
   }
@@ -176,15 +178,7 @@ struct ConvInputGradLowering : OpConversionPattern<nn::ConvInputGradOp> {
     AffineMap wm = AffineMap::get(8, 0, {d(1), d(5), d(2), d(6), d(7)}, ctx);
     AffineMap om = AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx);
     Value init = zeros(rw, loc, {n, g, c / g, hp, wp}, elt, rw.getFloatAttr(elt, 0.0));
-    SmallVector<IteratorType> iters(5, IteratorType::parallel);
-    iters.append(3, IteratorType::reduction);
-    Value dxp = linalg::GenericOp::create(
-                    rw, loc, TypeRange{init.getType()}, ValueRange{e, w}, ValueRange{init},
-                    ArrayRef<AffineMap>{em, wm, om}, iters,
-                    [](OpBuilder &b, Location l, ValueRange v) {
-                      linalg::YieldOp::create(b, l, multiplyAccumulate(b, l, v));
-                    })
-                    .getResult(0);
+    Value dxp = contract(rw, loc, e, w, init, {em, wm, om});
     dxp = reshapeStatic(rw, loc, dxp, RankedTensorType::get({n, c, hp, wp}, elt));
     rw.replaceOp(op, unpad(rw, loc, dxp, type, win.pads));
     return success();
