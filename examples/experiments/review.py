@@ -53,11 +53,15 @@ def run(work, rep, layers, steps, snapshots):
         args = ["rewire-train", model, "--data=" + tr, "--val-data=" + va, "--eval-every=%d" % (steps // 10),
                 "--eval-batches=8", "--steps=%d" % steps, "--optimizer=adamw", "--lr=1e-3",
                 "--warmup=%d" % (steps // 10), "--schedule=cosine", "--seed=0", "--grad-norms",
-                "--jsonl=" + jsonl, "--log-every=0", "--checkpoint=" + ck,
-                "--checkpoint-every=%d" % (steps // (len(snapshots) - 1))]
+                "--jsonl=" + jsonl, "--log-every=0", "--checkpoint=" + ck]
         if residual:
             args.append("--residual=" + residual)
-        C.tool(*args)
+        # In segments that stop at each snapshot (the schedule spans all
+        # steps; --resume continues exactly), keeping each checkpoint.
+        for i, stop in enumerate(s for s in snapshots if s > 0):
+            C.tool(*(args + ["--stop-after=%d" % stop] + (["--resume"] if i else [])))
+            if residual:
+                checkpoint_params(ck, stop, os.path.join(work, "%s-%d.safetensors" % (tag, stop)))
         train, val = C.read_jsonl(jsonl)
         curves[label] = (train, val)
         # Gradient norm per layer: the root of the summed squares of the
@@ -75,10 +79,8 @@ def run(work, rep, layers, steps, snapshots):
         if residual:
             gates[label] = {}
             for step in snapshots:
-                params = ""  # step 0: the rewritten model's own initial parameters
-                if step:
-                    params = os.path.join(work, "%s-%d.safetensors" % (tag, step))
-                    checkpoint_params(ck, step, params)
+                # Step 0: the rewritten model's own initial parameters.
+                params = os.path.join(work, "%s-%d.safetensors" % (tag, step)) if step else ""
                 s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (tag, step)), residual,
                                   params, ids)
                 gates[label][step] = s
@@ -145,7 +147,7 @@ def main():
         C.RESULTS = work
         layers, steps, snaps = 6, 60, [0, 60]
     else:
-        layers, steps, snaps = 22, 300, [0, 150, 300]
+        layers, steps, snaps = 20, 300, [0, 150, 300]
     curves, norms = run(work, rep, layers, steps, snaps)
     final = {l: curves[l][1][-1]["val_loss"] for l, _ in VARIANTS}
     ratio = norms["convex review"][0] / norms["additive review"][0]

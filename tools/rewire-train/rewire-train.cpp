@@ -60,7 +60,7 @@ struct Options {
       valData, valInputs, valTargets, jsonl;
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
-  int64_t steps = 100, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
+  int64_t steps = 100, stopAfter = -1, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
           evalBatches = 8;
   bool shuffle = false, resume = false, gradNorms = false;
 };
@@ -87,6 +87,8 @@ void usage() {
          "  --plot=FILE.png                    loss curves (training, validation, per depth),\n"
          "                                     redrawn at each checkpoint and at the end\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
+         "  --stop-after=N                     stop (and checkpoint) after step N of --steps; the\n"
+         "                                     schedule still spans --steps (resume to go on)\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
          "  --export=FILE.onnx                 the trained (and rewritten) model as ONNX\n"
          "  --val-data=TOKENS.bin | --val-inputs=X.npy --val-targets=Y.npy\n"
@@ -133,6 +135,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("plot")) o.plot = *v;
     else if (auto v = val("params")) o.params = *v;
     else if (a == "--grad-norms") o.gradNorms = true;
+    else if (auto v = val("stop-after")) o.stopAfter = count(*v, "stop-after");
     else if (auto v = val("data")) o.data = *v;
     else if (auto v = val("text")) o.text = *v;
     else if (auto v = val("token-dtype")) o.tokenDtype = *v;
@@ -678,7 +681,11 @@ int main(int argc, char **argv) {
 
   bool adam = inIndex.count("bias_correction1") > 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t step = start; step < o.steps; ++step) {
+  int64_t end = o.stopAfter >= 0 ? std::min(o.stopAfter, o.steps) : o.steps;
+  if (end < start)
+    die("--stop-after=" + std::to_string(o.stopAfter) + " is before the checkpoint's step " +
+            std::to_string(start), 1);
+  for (int64_t step = start; step < end; ++step) {
     std::vector<int64_t> rows = batchRows(o, step, batch, examples);
     if (tokens) {
       fillWindows(stream, rows, in[xIndex], in[tIndex]);
@@ -750,7 +757,7 @@ int main(int argc, char **argv) {
       }
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (o.logEvery > 0 && ((step + 1) % o.logEvery == 0 || step + 1 == o.steps)) {
+    if (o.logEvery > 0 && ((step + 1) % o.logEvery == 0 || step + 1 == end)) {
       double perStep = secs / static_cast<double>(step + 1 - start);
       std::fprintf(stderr, "step %lld/%lld  loss %.6f  lr %.3g  %.0f %s/s  ETA %.0fs\n",
                    static_cast<long long>(step + 1), static_cast<long long>(o.steps), loss, lr,
@@ -762,7 +769,7 @@ int main(int argc, char **argv) {
       writeCheckpoint(step + 1);
   }
   if (!o.checkpoint.empty())
-    writeCheckpoint(o.steps);
+    writeCheckpoint(end);
   else
     drawPlot();
   for (FILE *log : {metrics, jsonl})
