@@ -39,6 +39,15 @@ def tool(*args, quiet=True):
     return r.stdout
 
 
+def parallel(jobs, workers=None):
+    """Runs the callables `jobs` on `workers` threads (default: the CPU
+    count), each typically one rewire-train process: the compiles of the
+    different variants overlap on a 2-core machine. Returns their results."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda job: job(), jobs))
+
+
 def read_jsonl(path):
     """(train rows, validation rows) of a rewire-train --jsonl file."""
     train, val = [], []

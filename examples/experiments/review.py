@@ -46,7 +46,7 @@ def run(work, rep, layers, steps, snapshots):
     model = models.export(models.CharGPT(layers=layers, d=32, heads=2, t=t, b=b),
                           torch.zeros(b, t, dtype=torch.long), os.path.join(work, "gpt.onnx"))
     curves, norms, gates = {}, {}, {}
-    for label, residual in VARIANTS:
+    def train_variant(label, residual):
         tag = label.split()[0]
         ck = os.path.join(work, "ck-" + tag)
         jsonl = os.path.join(work, tag + ".jsonl")
@@ -62,6 +62,11 @@ def run(work, rep, layers, steps, snapshots):
             C.tool(*(args + ["--stop-after=%d" % stop] + (["--resume"] if i else [])))
             if residual:
                 checkpoint_params(ck, stop, os.path.join(work, "%s-%d.safetensors" % (tag, stop)))
+        return jsonl
+
+    logs = C.parallel([lambda l=l, r=r: train_variant(l, r) for l, r in VARIANTS])
+    for (label, residual), jsonl in zip(VARIANTS, logs):
+        tag = label.split()[0]
         train, val = C.read_jsonl(jsonl)
         curves[label] = (train, val)
         # Gradient norm per layer: the root of the summed squares of the
@@ -76,15 +81,23 @@ def run(work, rep, layers, steps, snapshots):
                     sq[int(m.group(1))] += v * v
             per_layer += np.sqrt(sq)
         norms[label] = per_layer / len(early)
-        if residual:
-            gates[label] = {}
-            for step in snapshots:
-                # Step 0: the rewritten model's own initial parameters.
-                params = os.path.join(work, "%s-%d.safetensors" % (tag, step)) if step else ""
-                s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (tag, step)), residual,
-                                  params, ids)
-                gates[label][step] = s
         print("  %-16s final validation loss %.4f" % (label, val[-1]["val_loss"]), flush=True)
+
+    # Gate statistics at each snapshot, one job per gated variant (the
+    # instrumented compile differs per variant, so they overlap safely).
+    def variant_gates(label, residual):
+        tag = label.split()[0]
+        out = {}
+        for step in snapshots:
+            # Step 0: the rewritten model's own initial parameters.
+            params = os.path.join(work, "%s-%d.safetensors" % (tag, step)) if step else ""
+            out[step] = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (tag, step)), residual,
+                                      params, ids)
+        return out
+
+    gated = [(l, r) for l, r in VARIANTS if r]
+    for (label, _), g in zip(gated, C.parallel([lambda l=l, r=r: variant_gates(l, r) for l, r in gated])):
+        gates[label] = g
 
     sublayers = 2 * layers
     rep.add("## Setup")

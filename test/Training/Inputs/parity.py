@@ -118,6 +118,21 @@ def main():
     print("%s resume at step 10 reproduces the uninterrupted run: %s" % (
         "ok  " if same else "FAIL", "bit-identical losses" if same else "differs"))
     ok &= same
+    # --stop-after: stop at step 7 (the cosine schedule still spans 20), resume: the same bits.
+    ck2 = os.path.join(work, "ckpt-stop")
+    sched = ["--optimizer=adamw", "--lr=0.01", "--schedule=cosine", "--warmup=3", "--checkpoint=" + ck2]
+    whole = rewire_losses(work, model, "sched-full", sched[:-1])
+    rewire_losses_partial = subprocess.run(
+        ["rewire-train", model, "--inputs=" + os.path.join(work, "x.npy"), "--targets=" + os.path.join(work, "y.npy"),
+         "--steps=%d" % STEPS, "--stop-after=7", "--metrics=" + os.path.join(work, "sched-part.csv"),
+         "--log-every=0"] + sched, capture_output=True, text=True)
+    if rewire_losses_partial.returncode != 0:
+        raise SystemExit("FAIL --stop-after: " + rewire_losses_partial.stderr[-800:])
+    parted = rewire_losses(work, model, "sched-part", sched + ["--resume"])
+    same = parted == whole
+    print("%s --stop-after=7 then --resume reproduces the uninterrupted cosine run: %s" % (
+        "ok  " if same else "FAIL", "bit-identical losses" if same else "differs"))
+    ok &= same
     ok &= grad_norm_check(work, model, net, init, xt, yt)
     ok &= export_check(work, model)
     ok &= gpt_parity(work)
