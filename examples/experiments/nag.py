@@ -63,26 +63,29 @@ def main():
             "NAG = `residual-rewrite kind=nag` on every sublayer. One seed per configuration." % (
                 WIDTH, T, B, steps, " and ".join(map(str, depths))))
     rep.add("")
-    results = {}
+    def train(layers, label, residual):
+        model = os.path.join(work, "gpt%d.onnx" % layers)
+        jsonl = os.path.join(work, "%s-%d.jsonl" % (label, layers))
+        out = os.path.join(work, "%s-%d.safetensors" % (label, layers))
+        a = ["rewire-train", model, "--data=" + tr, "--val-data=" + va, "--eval-every=%d" % (steps // 5),
+             "--eval-batches=8", "--steps=%d" % steps, "--optimizer=adamw", "--lr=1e-3",
+             "--warmup=%d" % (steps // 10), "--schedule=cosine", "--seed=0", "--jsonl=" + jsonl,
+             "--log-every=0", "--output=" + out]
+        if residual:
+            a.append("--residual=" + residual)
+        C.tool(*a)
+        _, v = C.read_jsonl(jsonl)
+        s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (label, layers)), residual, out, ids)
+        print("  %d layers %-8s validation loss %.4f" % (layers, label, v[-1]["val_loss"]), flush=True)
+        return v[-1]["val_loss"], s, model, out
+
     for layers in depths:
         torch.manual_seed(0)
-        model = models.export(models.CharGPT(layers=layers, d=WIDTH, heads=4, t=T, b=B),
-                              torch.zeros(B, T, dtype=torch.long), os.path.join(work, "gpt%d.onnx" % layers))
-        for label, residual in (("standard", ""), ("NAG", "nag")):
-            jsonl = os.path.join(work, "%s-%d.jsonl" % (label, layers))
-            out = os.path.join(work, "%s-%d.safetensors" % (label, layers))
-            a = ["rewire-train", model, "--data=" + tr, "--val-data=" + va, "--eval-every=%d" % (steps // 5),
-                 "--eval-batches=8", "--steps=%d" % steps, "--optimizer=adamw", "--lr=1e-3",
-                 "--warmup=%d" % (steps // 10), "--schedule=cosine", "--seed=0", "--jsonl=" + jsonl,
-                 "--log-every=0", "--output=" + out]
-            if residual:
-                a.append("--residual=" + residual)
-            C.tool(*a)
-            _, v = C.read_jsonl(jsonl)
-            s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (label, layers)), residual, out, ids)
-            results[(layers, label)] = (v[-1]["val_loss"], s, model, out)
-            print("  %d layers %-8s validation loss %.4f" % (layers, label, v[-1]["val_loss"]), flush=True)
-
+        models.export(models.CharGPT(layers=layers, d=WIDTH, heads=4, t=T, b=B),
+                      torch.zeros(B, T, dtype=torch.long), os.path.join(work, "gpt%d.onnx" % layers))
+    configs = [(l, label, r) for l in depths for label, r in (("standard", ""), ("NAG", "nag"))]
+    results = dict(zip([(l, label) for l, label, _ in configs],
+                       C.parallel([lambda c=c: train(*c) for c in configs])))
     rep.table(["layers", "standard: validation loss", "NAG: validation loss"],
               [[str(l), "%.4f" % results[(l, "standard")][0], "%.4f" % results[(l, "NAG")][0]] for l in depths])
     plt = C.pyplot()
@@ -118,8 +121,9 @@ def main():
     _, _, model, trained = results[(layers, "NAG")]
     mlir = os.path.join(work, "nag.mlir")
     C.tool("rewire-import", model, "-o", mlir)
-    rows, base = [], None
-    for rate in (0.0, 0.1, 0.2, 0.3, 0.4):
+    rates = (0.0, 0.1, 0.2, 0.3, 0.4)
+
+    def mod_loss(rate):
         src = os.path.join(work, "mod-%g.mlir" % rate)
         passes = "func.func(residual-detect),residual-rewrite{kind=nag}"
         if rate > 0:
@@ -128,11 +132,14 @@ def main():
         rwx = os.path.join(work, "mod-%g.rwx" % rate)
         C.tool("rewire-compile", src, "-o", rwx)
         net = rewire_runtime.Model(rwx, trained)
-        losses = [cross_entropy(net.run("forward", vx[i:i + B])[0], vy[i:i + B]) for i in range(0, nwin - B + 1, B)]
-        loss = float(np.mean(losses))
-        base = loss if base is None else base
-        rows.append(["%d%%" % (100 * rate), "%.4f" % loss, "%+.4f" % (loss - base), "%d%%" % (100 * rate)])
-        print("  MoD rate %.1f: validation loss %.4f" % (rate, loss), flush=True)
+        return float(np.mean([cross_entropy(net.run("forward", vx[i:i + B])[0], vy[i:i + B])
+                              for i in range(0, nwin - B + 1, B)]))
+
+    mod = C.parallel([lambda r=r: mod_loss(r) for r in rates])
+    base = mod[0]
+    rows = [["%d%%" % (100 * r), "%.4f" % l, "%+.4f" % (l - base), "%d%%" % (100 * r)] for r, l in zip(rates, mod)]
+    for r, l in zip(rates, mod):
+        print("  MoD rate %.1f: validation loss %.4f" % (r, l), flush=True)
     rep.add("## Mixture-of-Depths after training (%d layers)" % layers)
     rep.add("")
     rep.add("`residual-mod rate=r` routes every sublayer: the fraction r of tokens with the smallest "
