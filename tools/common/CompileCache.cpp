@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <cstring>
+#include <cerrno>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,11 +87,26 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
       die("cache folder '" + dir + "' contains a quote", 4);
   if (std::system(mk.c_str()) != 0)
     die("cannot create the cache folder '" + dir + "' (set REWIRE_CACHE_DIR)", 4);
-  std::vector<std::string> args = {compiler, model, "-o", artifact};
+  // Compile into a private folder, then rename into place (parameters
+  // first; the artifact's existence says the entry is complete), so
+  // processes compiling or loading the same entry at once never see a
+  // partial file.
+  std::string tmp = dir + "/tmp." + std::to_string(::getpid());
+  if (::mkdir(tmp.c_str(), 0755) != 0 && errno != EEXIST)
+    die("cannot create '" + tmp + "' (set REWIRE_CACHE_DIR)", 4);
+  std::vector<std::string> args = {compiler, model, "-o", tmp + "/model.rwx"};
   args.insert(args.end(), flags.begin(), flags.end());
   int rc = runTool(args);
-  if (rc != 0)
+  if (rc != 0) {
+    std::system(("rm -rf '" + tmp + "'").c_str());
     die("compiling '" + model + "' failed (rewire-compile exit " + std::to_string(rc) + ")", 4);
+  }
+  std::string params = tmp + "/model.params.safetensors";
+  if ((::stat(params.c_str(), &st) == 0 &&
+       ::rename(params.c_str(), (dir + "/model.params.safetensors").c_str()) != 0) ||
+      ::rename((tmp + "/model.rwx").c_str(), artifact.c_str()) != 0)
+    die("cannot move the compiled model into '" + dir + "': " + std::strerror(errno), 4);
+  ::rmdir(tmp.c_str());
   return artifact;
 }
 
