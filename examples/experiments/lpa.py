@@ -82,15 +82,18 @@ def surface_task(work, rep, steps, seeds):
     model = models.export(models.ResMLP(BLOCKS, WIDTH), torch.zeros(BATCH, 2),
                           os.path.join(work, "resmlp.onnx"))
     results = {}  # label -> list over seeds of (per-depth test MSE, val curve, trained weights)
-    for label, residual, weights in VARIANTS:
-        for seed in seeds:
-            torch.manual_seed(seed)
-            init = os.path.join(work, "init-%d.safetensors" % seed)
-            C.save_safetensors(init, {k: v.numpy() for k, v in models.ResMLP(BLOCKS, WIDTH).state_dict().items()})
-            tr, val, out = train(work, model, label, residual, weights, seed, steps, data, init)
-            results.setdefault(label, []).append((depth_errors(val[-1], BLOCKS), val, out))
-            print("  surface %-22s seed %d: test MSE by depth %s" % (
-                label, seed, " ".join("%.4f" % e for e in results[label][-1][0])), flush=True)
+    for seed in seeds:
+        torch.manual_seed(seed)
+        C.save_safetensors(os.path.join(work, "init-%d.safetensors" % seed),
+                           {k: v.numpy() for k, v in models.ResMLP(BLOCKS, WIDTH).state_dict().items()})
+    # Seed-major order: the first jobs on the two cores compile different variants.
+    jobs = [(label, residual, weights, seed) for seed in seeds for label, residual, weights in VARIANTS]
+    outs = C.parallel([lambda j=j: train(work, model, j[0], j[1], j[2], j[3], steps, data,
+                                         os.path.join(work, "init-%d.safetensors" % j[3])) for j in jobs])
+    for (label, _, _, seed), (tr, val, out) in sorted(zip(jobs, outs), key=lambda x: (x[0][3], x[0][0])):
+        results.setdefault(label, []).append((depth_errors(val[-1], BLOCKS), val, out))
+        print("  surface %-22s seed %d: test MSE by depth %s" % (
+            label, seed, " ".join("%.4f" % e for e in results[label][-1][0])), flush=True)
 
     depths = list(range(1, BLOCKS + 1))
     rep.add("## 1. Surface regression with a residual MLP")
@@ -135,8 +138,7 @@ def surface_task(work, rep, steps, seeds):
     mlir = os.path.join(work, "resmlp.mlir")
     C.tool("rewire-import", model, "-o", mlir)
     xte, yte = np.load(paths["xt"]), np.load(paths["yt"])
-    trunc_rows, worst = [], 0.0
-    for k in depths:
+    def truncated(k):
         t_mlir = os.path.join(work, "trunc%d.mlir" % k)
         C.tool("rewire-opt", mlir, "-o", t_mlir, "--pass-pipeline=builtin.module(func.func(residual-detect),"
                "residual-truncate{depth=%d})" % k)
@@ -146,11 +148,13 @@ def surface_task(work, rep, steps, seeds):
         for label, _, _ in VARIANTS[:2]:
             net = rewire_runtime.Model(rwx, results[label][0][2])
             pred = np.concatenate([net.run("forward", xte[i:i + BATCH])[0] for i in range(0, len(xte), BATCH)])
-            mse = float(((pred - yte) ** 2).mean())
-            readout = results[label][0][0][k - 1]
-            worst = max(worst, abs(mse - readout) / readout)
-            row += ["%.3e" % mse, "%.3e" % readout]
-        trunc_rows.append(row)
+            row += [float(((pred - yte) ** 2).mean()), results[label][0][0][k - 1]]
+        return row
+
+    trunc_rows, worst = [], 0.0
+    for row in C.parallel([lambda k=k: truncated(k) for k in depths]):
+        worst = max(worst, abs(row[1] - row[2]) / row[2], abs(row[3] - row[4]) / row[4])
+        trunc_rows.append([row[0]] + ["%.3e" % v for v in row[1:]])
     rep.add("Truncated models: `residual-truncate{depth=k}` keeps the first k blocks and the head; "
             "compiled and run stand-alone on the test set with the trained weights (seed %d) they "
             "score the readout's error (largest relative difference %.1e):" % (seeds[0], worst))
@@ -167,9 +171,9 @@ def text_task(work, rep, steps, seed=0):
     model = models.export(models.CharGPT(layers=layers), torch.zeros(8, 64, dtype=torch.long),
                           os.path.join(work, "chargpt.onnx"))
     data = ["--data=" + tr, "--val-data=" + va, "--eval-batches=8"]
+    runs = C.parallel([lambda v=v: train(work, model, v[0], v[1], v[2], seed, steps, data) for v in VARIANTS[:2]])
     out = {}
-    for label, residual, weights in VARIANTS[:2]:
-        _, val, _ = train(work, model, label, residual, weights, seed, steps, data)
+    for (label, _, _), (_, val, _) in zip(VARIANTS[:2], runs):
         out[label] = val
         print("  text    %-22s: validation loss by depth %s" % (
             label, " ".join("%.3f" % e for e in depth_errors(val[-1], layers))), flush=True)
