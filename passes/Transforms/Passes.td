@@ -339,7 +339,9 @@ def ResidualInstrument : Pass<"residual-instrument", "::mlir::ModuleOp"> {
       size of the update (NAG's claim: exactly alpha * m);
     * `gate_mean`, `gate_var` — residual.gated_add's gate r (Review,
       Highway; the lowering's own equations), or residual.nag_add's
-      modulator m, over all rows and channels.
+      modulator m, over all rows and channels;
+    * `skip` — for a NAG update routed by Mixture-of-Depths
+      (`residual.route`), the fraction of rows that skip it.
 
     rewire-report --layer-stats compiles a model with it and renders the numbers.
     The model's own results are unchanged and come first.

@@ -88,6 +88,14 @@ void ResidualInstrumentPass::runOnOperation() {
                                         g.getGate() == residual::GateKind::review, g.getEpsOrDefault());
       } else if (auto n = dyn_cast<residual::NagAddOp>(raw)) {
         gate = n.getM();
+        // Mixture-of-Depths: the fraction of rows whose routed modulator is 0.
+        if (n.getM().getDefiningOp<residual::RouteOp>()) {
+          auto mt = cast<RankedTensorType>(gate.getType());
+          Value kept = nn::CastOp::create(
+              b, mt, nn::CastOp::create(b, RankedTensorType::get(mt.getShape(), b.getI1Type()), gate));
+          stats.push_back(nn::SubOp::create(b, autodiff::scalar(b, mt.getElementType(), 1.0), meanAll(b, kept)));
+          names.push_back(prefix + ".skip");
+        }
       }
       if (gate) {
         Value mean = meanAll(b, gate);

@@ -246,7 +246,8 @@ int runStats(const StatsOptions &o) {
   for (const Figure &f : {Figure{"norm", "Stream norm entering each update", "MEAN ROW NORM", true},
                           Figure{"update", "Relative update size ||h' - h|| / ||h||", "RELATIVE UPDATE", true},
                           Figure{"gate_mean", "Gate mean (Review/Highway r, NAG m)", "MEAN GATE", false},
-                          Figure{"gate_var", "Gate variance", "GATE VARIANCE", false}}) {
+                          Figure{"gate_var", "Gate variance", "GATE VARIANCE", false},
+                          Figure{"skip", "Mixture-of-Depths skip rate", "ROWS SKIPPED", false}}) {
     auto it = byStat.find(f.stat);
     if (it == byStat.end())
       continue;

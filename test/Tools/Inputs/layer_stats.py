@@ -60,6 +60,27 @@ def main():
     print("%s nag: relative update = alpha_l * m with alpha_l = l^-1/2 (max rel diff %.1e)" % (
         "ok  " if worst < 1e-3 else "FAIL", worst))
     ok &= worst < 1e-3
+
+    # Mixture-of-Depths: a model routed at rate 0.25 skips 4 of the 16 rows
+    # of each batch at every NAG update.
+    mlir = os.path.join(work, "mod.mlir")
+    r = subprocess.run(["rewire-import", model, "-o", os.path.join(work, "gpt.mlir")], capture_output=True, text=True)
+    r = subprocess.run(["rewire-opt", os.path.join(work, "gpt.mlir"), "-o", mlir, "--pass-pipeline=builtin.module("
+                        "func.func(residual-detect),residual-rewrite{kind=nag},residual-mod{rate=0.25})"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAIL rewire-opt: " + r.stderr[-800:])
+    page = os.path.join(work, "mod.html")
+    r = subprocess.run(["rewire-report", mlir, "--layer-stats", "--inputs=" + path, "-o", page, "--batches=4"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAIL rewire-report (mod): " + r.stderr[-800:])
+    rows = re.findall(r"<tr><td>\d+</td><td>(\d+)</td><td>nag_add</td><td>skip</td><td>([-0-9.e+]+)</td></tr>",
+                      open(page).read())
+    good = len(rows) == 4 and all(abs(float(v) - 0.25) < 1e-6 for _, v in rows)
+    print("%s Mixture-of-Depths at rate 0.25: skip rate 0.25 at all 4 NAG updates (%s)" % (
+        "ok  " if good else "FAIL", ", ".join(v for _, v in rows)))
+    ok &= good
     sys.exit(0 if ok else 1)
 
 
