@@ -100,6 +100,35 @@ def read_safetensors(path):
     return out
 
 
+def onnx_parameters(onnx_path, exported_state, new_state):
+    """New weights under the names an ONNX export gave them. torch.onnx.export
+    renames and transposes some parameters (a Linear on 3-D inputs becomes
+    `onnx::MatMul_N`, its weight transposed) and folds others (positional
+    embeddings of a fixed range): each initializer is matched by value to
+    the exported model's state (itself or transposed) and replaced by the
+    same tensor of `new_state`. Unmatched initializers (buffers, masks)
+    are left out, so they keep the export's values."""
+    import onnx
+    from onnx import numpy_helper
+    by_value = {}
+    for key, t in exported_state.items():
+        a = t.detach().numpy().astype(np.float32)
+        by_value.setdefault(a.tobytes(), (key, False))
+        if a.ndim == 2:
+            by_value.setdefault(np.ascontiguousarray(a.T).tobytes(), (key, True))
+    out = {}
+    for init in onnx.load(onnx_path).graph.initializer:
+        a = numpy_helper.to_array(init)
+        if a.dtype != np.float32:
+            continue
+        hit = by_value.get(np.ascontiguousarray(a).tobytes())
+        if hit:
+            key, transposed = hit
+            b = new_state[key].detach().numpy().astype(np.float32)
+            out[init.name] = np.ascontiguousarray(b.T if transposed else b)
+    return out
+
+
 def save_safetensors(path, tensors):
     """{name: float32 array} as safetensors (for rewire-train --params)."""
     header, blobs, offset = {}, [], 0

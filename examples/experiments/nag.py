@@ -59,35 +59,56 @@ def main():
             "sublayers (Mixture-of-Depths) at a small loss cost.")
     rep.add("")
     rep.add("A pre-LN character-level GPT (width %d, 4 heads, context %d, batch %d) on the bytes of the "
-            "GPL-3 text (90%%/10%%), AdamW lr 1e-3, warmup + cosine, %d steps, seed 0, at %s layers; "
-            "NAG = `residual-rewrite kind=nag` on every sublayer. One seed per configuration." % (
+            "GPL-3 text (90%%/10%%), AdamW lr 1e-3, warmup + cosine, %d steps, shuffled batches, at %s "
+            "layers; NAG = `residual-rewrite kind=nag` on every sublayer." % (
                 WIDTH, T, B, steps, " and ".join(map(str, depths))))
     rep.add("")
-    def train(layers, label, residual):
+    def train(layers, label, residual, seed=0):
         model = os.path.join(work, "gpt%d.onnx" % layers)
-        jsonl = os.path.join(work, "%s-%d.jsonl" % (label, layers))
-        out = os.path.join(work, "%s-%d.safetensors" % (label, layers))
+        jsonl = os.path.join(work, "%s-%d-%d.jsonl" % (label, layers, seed))
+        out = os.path.join(work, "%s-%d-%d.safetensors" % (label, layers, seed))
         a = ["rewire-train", model, "--data=" + tr, "--val-data=" + va, "--eval-every=%d" % (steps // 5),
              "--eval-batches=8", "--steps=%d" % steps, "--optimizer=adamw", "--lr=1e-3",
-             "--warmup=%d" % (steps // 10), "--schedule=cosine", "--seed=0", "--jsonl=" + jsonl,
-             "--log-every=0", "--output=" + out]
+             "--warmup=%d" % (steps // 10), "--schedule=cosine", "--seed=%d" % seed, "--jsonl=" + jsonl,
+             "--log-every=0", "--output=" + out, "--shuffle"]
         if residual:
             a.append("--residual=" + residual)
+        if seed:
+            # Other seeds: other initial weights (the same architecture) and batch order.
+            torch.manual_seed(seed)
+            new = models.CharGPT(layers=layers, d=WIDTH, heads=4, t=T, b=B).state_dict()
+            init = os.path.join(work, "init-%d-%d.safetensors" % (layers, seed))
+            C.save_safetensors(init, C.onnx_parameters(model, exported[layers], new))
+            a.append("--params=" + init)
         C.tool(*a)
         _, v = C.read_jsonl(jsonl)
-        s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (label, layers)), residual, out, ids)
-        print("  %d layers %-8s validation loss %.4f" % (layers, label, v[-1]["val_loss"]), flush=True)
+        s = None
+        if seed == 0:
+            s = C.layer_stats(model, os.path.join(work, "%s-%d.html" % (label, layers)), residual, out, ids)
+        print("  %d layers %-8s seed %d validation loss %.4f" % (layers, label, seed, v[-1]["val_loss"]), flush=True)
         return v[-1]["val_loss"], s, model, out
 
+    exported = {}
     for layers in depths:
         torch.manual_seed(0)
-        models.export(models.CharGPT(layers=layers, d=WIDTH, heads=4, t=T, b=B),
-                      torch.zeros(B, T, dtype=torch.long), os.path.join(work, "gpt%d.onnx" % layers))
-    configs = [(l, label, r) for l in depths for label, r in (("standard", ""), ("NAG", "nag"))]
-    results = dict(zip([(l, label) for l, label, _ in configs],
-                       C.parallel([lambda c=c: train(*c) for c in configs])))
-    rep.table(["layers", "standard: validation loss", "NAG: validation loss"],
-              [[str(l), "%.4f" % results[(l, "standard")][0], "%.4f" % results[(l, "NAG")][0]] for l in depths])
+        net = models.CharGPT(layers=layers, d=WIDTH, heads=4, t=T, b=B)
+        exported[layers] = {k: v.clone() for k, v in net.state_dict().items()}
+        models.export(net, torch.zeros(B, T, dtype=torch.long), os.path.join(work, "gpt%d.onnx" % layers))
+    seeds = [0] if args.quick else [0, 1, 2]
+    configs = [(l, label, r, seed) for seed in seeds for l in depths
+               for label, r in (("standard", ""), ("NAG", "nag"))]
+    runs = dict(zip([(l, label, seed) for l, label, _, seed in configs],
+                    C.parallel([lambda c=c: train(*c) for c in configs])))
+    results = {(l, label): runs[(l, label, 0)] for l, label, _, seed in configs if seed == 0}
+    losses = {(l, label): [runs[(l, label, s)][0] for s in seeds] for l, label, _, _ in configs}
+    rep.table(["layers", "standard: validation loss", "NAG: validation loss", "NAG - standard, per seed"],
+              [[str(l), C.fmt(losses[(l, "standard")]), C.fmt(losses[(l, "NAG")]),
+                ", ".join("%+.3f" % (n - s) for n, s in zip(losses[(l, "NAG")], losses[(l, "standard")]))]
+               for l in depths])
+    rep.add("Seeds %s: the seed sets the initial weights (seed 0: the exported model's own) and the "
+            "batch order; the per-layer statistics and Mixture-of-Depths below use seed 0." % (
+                ", ".join(map(str, seeds))))
+    rep.add("")
     plt = C.pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
     worst = 0.0
@@ -162,8 +183,8 @@ def main():
             "%.2f×." % (depths[-1], g_std, g_nag))
     rep.add("- Relative update = α·m: %s (largest relative difference %.1e)." % (
         "agrees" if worst < 1e-3 else "does not agree", worst))
-    rep.add("- Loss: " + "; ".join("%d layers: standard %.4f, NAG %.4f" % (
-        l, results[(l, "standard")][0], results[(l, "NAG")][0]) for l in depths) + ".")
+    rep.add("- Loss (mean ± sd over seeds): " + "; ".join("%d layers: standard %s, NAG %s" % (
+        l, C.fmt(losses[(l, "standard")]), C.fmt(losses[(l, "NAG")])) for l in depths) + ".")
     rep.add("- Mixture-of-Depths: skipping 20%% of tokens per sublayer changes the validation loss by %s." %
             rows[2][2])
     rep.add("")
