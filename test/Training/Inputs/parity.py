@@ -144,6 +144,7 @@ def grad_norm_check(work, model, net, init, xt, yt):
     equals PyTorch's."""
     import json
     net.load_state_dict(init)
+    net.zero_grad(set_to_none=True)  # earlier runs left gradients behind
     loss = F.mse_loss(net(xt[:B]), yt[:B])
     loss.backward()
     want = {k: float(v.grad.norm()) for k, v in net.named_parameters()}
