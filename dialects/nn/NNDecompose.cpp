@@ -29,15 +29,6 @@ std::pair<Value, Value> momentsKeep(ImplicitLocOpBuilder &b, Value x, RankedTens
 }
 } // namespace
 
-nn::BatchStatistics nn::batchStatistics(ImplicitLocOpBuilder &b, Value x) {
-  auto xt = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> axes;
-  auto chType = channelType(xt, axes);
-  auto [m, v] = momentsKeep(b, x, chType, axes);
-  auto vt = RankedTensorType::get({xt.getDimSize(1)}, xt.getElementType());
-  return {ReshapeOp::create(b, vt, m), ReshapeOp::create(b, vt, v)};
-}
-
 Value nn::decomposeBatchNorm(ImplicitLocOpBuilder &b, Value x, Value scale, Value bias,
                              Value mean, Value var, double epsilon, bool training,
                              BatchStatistics *stats) {

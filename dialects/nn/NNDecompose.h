@@ -18,9 +18,6 @@ struct BatchStatistics {
   mlir::Value mean, var;
 };
 
-/// The batch statistics of `x` = [N, C, ...].
-BatchStatistics batchStatistics(mlir::ImplicitLocOpBuilder &b, mlir::Value x);
-
 /// `(x - m) / sqrt(v + eps) * scale + bias` in nn ops, with `m`, `v` the
 /// `[C]` operands `mean`, `var` or, when `training`, the batch statistics
 /// (returned in `stats` when given). `x` is `[N, C, ...]`.

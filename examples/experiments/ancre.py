@@ -17,10 +17,8 @@ validation loss, and the learned connection weights as a heatmap.
 
     python3 examples/experiments/ancre.py --build build [--quick]
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -235,14 +233,8 @@ def text_part(work, rep, steps, layers=8):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(C.ROOT, "build"))
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    C.setup_env(args.build)
-    work = tempfile.mkdtemp(prefix="rewire-ancre-")
+    args, work = C.start("ancre")
     if args.quick:
-        C.RESULTS = work
         rep = C.Report("ancre-quick", "ANCRe (quick)")
         rates = linear_part(work, rep, [3], [0], steps=2000, lr=0.01)
         print("ANCRe quick: decades/1000 steps (first, second half): " + ", ".join(

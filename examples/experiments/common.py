@@ -30,6 +30,24 @@ def setup_env(build):
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+def start(name):
+    """The command line every experiment takes (--build, --quick): sets up
+    the tools' environment and returns (args, a fresh work folder); a quick
+    run writes its report there instead of docs/results/."""
+    import argparse
+    import tempfile
+    global RESULTS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--quick", action="store_true", help="a short run; no report in docs/results")
+    args = ap.parse_args()
+    setup_env(args.build)
+    work = tempfile.mkdtemp(prefix="rewire-%s-" % name)
+    if args.quick:
+        RESULTS = work
+    return args, work
+
+
 def tool(*args, quiet=True):
     r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
     if r.returncode != 0:

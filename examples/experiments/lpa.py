@@ -12,10 +12,9 @@ errors as the readouts.
 Writes docs/results/lpa.md and its figures (--quick: a short run of the
 surface task to a temporary directory, for the README's demo).
 """
-import argparse
 import os
+import shutil
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -201,21 +200,15 @@ def text_task(work, rep, steps, seed=0):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(C.ROOT, "build"))
-    ap.add_argument("--quick", action="store_true", help="short surface run, no report")
-    args = ap.parse_args()
-    C.setup_env(args.build)
+    args, work = C.start("lpa")
     if args.quick:
-        with tempfile.TemporaryDirectory() as work:
-            rep = C.Report("lpa-quick", "LPA (quick)")
-            C.RESULTS = work
-            results, mono, worst = surface_task(work, rep, steps=300, seeds=[0])
+        rep = C.Report("lpa-quick", "LPA (quick)")
+        results, mono, worst = surface_task(work, rep, steps=300, seeds=[0])
+        shutil.rmtree(work)
         e2e, lpa = results["end-to-end"][0][0], results["LPA A (uniform)"][0][0]
         print("LPA quick: test MSE at depth 1/%d: end-to-end %.4f/%.4f, LPA %.4f/%.4f; "
               "truncated = readout within %.1e" % (BLOCKS, e2e[0], e2e[-1], lpa[0], lpa[-1], worst))
         return
-    work = tempfile.mkdtemp(prefix="rewire-lpa-")
     rep = C.Report("lpa", "LPA: a usable model at every depth (Rewire reproduction)")
     rep.add("Claim (papers.md §3, our reading of the abstract): training every depth through the "
             "shared head makes the error fall monotonically with depth, so one training run gives "

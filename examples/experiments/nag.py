@@ -13,10 +13,8 @@ with the validation loss change.
 
     python3 examples/experiments/nag.py --build build [--quick]
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -36,16 +34,9 @@ def cross_entropy(logits, targets):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(C.ROOT, "build"))
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    C.setup_env(args.build)
+    args, work = C.start("nag")
     import rewire_runtime
-    work = tempfile.mkdtemp(prefix="rewire-nag-")
     depths, steps = ([2], 60) if args.quick else ([3, 6], 400)
-    if args.quick:
-        C.RESULTS = work
     tr, va, val = C.char_corpus(work)
     nwin = min(64, (len(val) - 1) // T)
     vx = np.stack([val[i * T:(i + 1) * T] for i in range(nwin)])

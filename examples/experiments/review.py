@@ -12,11 +12,9 @@ checkpoints).
 
     python3 examples/experiments/review.py --build build [--quick]
 """
-import argparse
 import os
 import re
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -145,19 +143,13 @@ def run(work, rep, layers, steps, snapshots):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(C.ROOT, "build"))
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    C.setup_env(args.build)
-    work = tempfile.mkdtemp(prefix="rewire-review-")
+    args, work = C.start("review")
     rep = C.Report("review", "Review Residuals: depth stability of the gate (Rewire reproduction)")
     rep.add("Claim (papers.md §4): with r at 0.5, the convex update (1 - r) h + r u halves the signal "
             "and the gradient at every sublayer and stalls beyond ~20 sublayers, while the additive "
             "update h + r u trains.")
     rep.add("")
     if args.quick:
-        C.RESULTS = work
         layers, steps, snaps = 6, 60, [0, 60]
     else:
         layers, steps, snaps = 20, 300, [0, 150, 300]

@@ -50,10 +50,22 @@ void renameParameters(func::FuncOp fn) {
     }
 }
 
-/// The training-mode batch normalizations of `fn` whose running statistics
-/// are parameters: those arguments are buffers, updated, not differentiated.
-SmallVector<nn::BatchNormOp> trainingBatchNorms(func::FuncOp fn, SmallVectorImpl<unsigned> &buffers) {
-  SmallVector<nn::BatchNormOp> found;
+/// A training-mode batch normalization whose running statistics are
+/// parameters, written out in nn ops so its batch statistics serve both the
+/// normalization and the running-statistics update.
+struct TrainingBatchNorm {
+  Location loc;
+  Value mean, var; // the running statistics (arguments)
+  nn::BatchStatistics batch;
+  double momentum, count; // count: elements per channel
+};
+
+/// Decomposes the training-mode batch normalizations of `fn` whose running
+/// statistics are parameters; those arguments become buffers: updated, not
+/// differentiated.
+SmallVector<TrainingBatchNorm> decomposeTrainingBatchNorms(func::FuncOp fn,
+                                                           SmallVectorImpl<unsigned> &buffers) {
+  SmallVector<nn::BatchNormOp> ops;
   fn.walk([&](nn::BatchNormOp bn) {
     if (!bn.getTraining())
       return;
@@ -66,8 +78,20 @@ SmallVector<nn::BatchNormOp> trainingBatchNorms(func::FuncOp fn, SmallVectorImpl
           any = true;
         }
     if (any)
-      found.push_back(bn);
+      ops.push_back(bn);
   });
+  SmallVector<TrainingBatchNorm> found;
+  for (nn::BatchNormOp bn : ops) {
+    ImplicitLocOpBuilder b(bn.getLoc(), bn);
+    auto xt = cast<RankedTensorType>(bn.getX().getType());
+    TrainingBatchNorm t{bn.getLoc(), bn.getMean(), bn.getVar(), {}, bn.getMomentum().convertToDouble(),
+                        static_cast<double>(xt.getNumElements()) / static_cast<double>(xt.getDimSize(1))};
+    Value y = nn::decomposeBatchNorm(b, bn.getX(), bn.getScale(), bn.getBias(), bn.getMean(), bn.getVar(),
+                                     bn.getEpsilon().convertToDouble(), /*training=*/true, &t.batch);
+    bn.replaceAllUsesWith(y);
+    bn.erase();
+    found.push_back(t);
+  }
   return found;
 }
 
@@ -228,7 +252,7 @@ void TrainStepPass::runOnOperation() {
       trainDepthLosses.push_back(ret.getOperand(i));
   }
   SmallVector<unsigned> gradArgs, buffers;
-  SmallVector<nn::BatchNormOp> batchNorms = trainingBatchNorms(train, buffers);
+  SmallVector<TrainingBatchNorm> batchNorms = decomposeTrainingBatchNorms(train, buffers);
   if (failed(autodiff::differentiate(train, "parameters", frozenPrefixes, &gradArgs, buffers)))
     return signalPassFailure();
 
@@ -313,12 +337,9 @@ void TrainStepPass::runOnOperation() {
   // Running statistics, PyTorch's update: momentum * running + (1 -
   // momentum) * batch, with the unbiased batch variance.
   llvm::DenseSet<unsigned> updated;
-  for (nn::BatchNormOp bn : batchNorms) {
-    b.setLoc(bn.getLoc());
-    auto xt = cast<RankedTensorType>(bn.getX().getType());
-    double count = static_cast<double>(xt.getNumElements()) / static_cast<double>(xt.getDimSize(1));
-    nn::BatchStatistics stats = nn::batchStatistics(b, bn.getX());
-    double m = bn.getMomentum().convertToDouble();
+  for (const TrainingBatchNorm &bn : batchNorms) {
+    b.setLoc(bn.loc);
+    double m = bn.momentum;
     auto update = [&](Value running, Value batch, double correction) {
       auto arg = dyn_cast<BlockArgument>(running);
       if (!arg || !train.getArgAttr(arg.getArgNumber(), "nn.parameter") ||
@@ -329,8 +350,8 @@ void TrainStepPass::runOnOperation() {
           ctx, {nameAttr(ctx, "param:" + train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                                              "nn.parameter").getValue())}));
     };
-    update(bn.getMean(), stats.mean, 1.0);
-    update(bn.getVar(), stats.var, count > 1 ? count / (count - 1) : 1.0);
+    update(bn.mean, bn.batch.mean, 1.0);
+    update(bn.var, bn.batch.var, bn.count > 1 ? bn.count / (bn.count - 1) : 1.0);
   }
   results.append(newStates.begin(), newStates.end());
   attrs.append(stateAttrs.begin(), stateAttrs.end());
