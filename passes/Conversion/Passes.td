@@ -129,4 +129,30 @@ def MathApproximation : Pass<"rewire-math-approximation", "::mlir::func::FuncOp"
                            "::mlir::vector::VectorDialect"];
 }
 
+
+def OutlineKernels : Pass<"rewire-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Group linalg ops over the same rows into kernel functions (GPU)";
+  let description = [{
+    The first step of the CUDA pipeline, on tensors. Consecutive
+    `linalg.generic` ops that iterate over the same rows x features (the
+    feature loop last; every operand read through an in-order projection of
+    the loops: a full tensor, a per-feature vector, a per-row value or a
+    scalar) form a row group: elementwise ops, per-row reductions over the
+    features, and per-row scalar computations between them. A residual
+    form's norms, gate and combine, a layer norm, a softmax all become one
+    group. Each group moves into a private function `<fn>.kernel<N>` marked
+    `rewire.row_kernel` that returns the values used outside it, so
+    bufferization keeps the group together and `rewire-kernels-to-gpu`
+    emits one kernel for it with the intermediates in registers.
+
+    Named linalg ops other than `linalg.fill` are generalized first;
+    contractions (GEMMs, for cuBLAS) and everything that is not a row op
+    stay in place (`rewire-kernels-to-gpu` gives each its own kernel).
+    Constants, `tensor.empty`, fills and constant-index `tensor.extract`s
+    that a group uses are cloned into its function.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // REWIRE_PASSES_CONVERSION_PASSES_TD

@@ -1,0 +1,74 @@
+//===- KernelGroups.cpp - Which linalg ops share a row kernel -------------===//
+#include "passes/Conversion/GPU/KernelGroups.h"
+#include "passes/Conversion/LinalgBuilders.h"
+
+using namespace mlir;
+
+namespace rewire::gpu {
+
+bool isInOrderProjection(AffineMap map) {
+  int64_t last = -1;
+  for (AffineExpr e : map.getResults()) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() != 0)
+        return false;
+      continue;
+    }
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || static_cast<int64_t>(d.getPosition()) <= last)
+      return false;
+    last = d.getPosition();
+  }
+  return true;
+}
+
+RowRole classify(linalg::GenericOp op) {
+  unsigned n = op.getNumLoops();
+  if (n == 0 || !op.hasPureTensorSemantics() && !op.hasPureBufferSemantics())
+    return RowRole::none;
+  for (AffineMap m : op.getIndexingMapsArray())
+    if (!isInOrderProjection(m))
+      return RowRole::none;
+  // Every static loop range: the kernels are specialized to the shapes.
+  for (int64_t r : op.getStaticLoopRanges())
+    if (ShapedType::isDynamic(r))
+      return RowRole::none;
+  auto iters = op.getIteratorTypesArray();
+  for (unsigned i = 0; i + 1 < n; ++i)
+    if (iters[i] != utils::IteratorType::parallel)
+      return RowRole::none;
+  if (iters[n - 1] == utils::IteratorType::parallel)
+    return RowRole::full;
+  // A reduction's results are per row: no output reads the feature loop.
+  for (OpOperand &init : op.getDpsInitsMutable())
+    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() == n - 1)
+        return RowRole::none;
+  return RowRole::reduce;
+}
+
+bool isGemm(linalg::GenericOp op) {
+  if (!rewire::isMultiplyAccumulate(op) || !elementTypeOf(op.getDpsInits()[0]).isF32() ||
+      op.getNumDpsInputs() != 2)
+    return false;
+  // A matrix product: the output's last two loops m, n; A reads m and not n,
+  // B reads n and not m (a per-row dot product reads both from each input).
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap out = maps[2];
+  if (out.getNumResults() < 2 || !out.isProjectedPermutation())
+    return false;
+  unsigned m = out.getDimPosition(out.getNumResults() - 2);
+  unsigned n = out.getDimPosition(out.getNumResults() - 1);
+  auto reads = [](AffineMap map, unsigned d) {
+    return map.isFunctionOfDim(d);
+  };
+  return reads(maps[0], m) && !reads(maps[0], n) && reads(maps[1], n) && !reads(maps[1], m);
+}
+
+Type elementTypeOf(Value v) {
+  if (auto s = dyn_cast<ShapedType>(v.getType()))
+    return s.getElementType();
+  return v.getType();
+}
+
+} // namespace rewire::gpu
