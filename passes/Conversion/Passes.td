@@ -155,4 +155,33 @@ def OutlineKernels : Pass<"rewire-outline-kernels", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+
+def KernelsToGPU : Pass<"rewire-kernels-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Emit a GPU kernel per row group and per remaining linalg op (buffers)";
+  let description = [{
+    The second step of the CUDA pipeline, after bufferization: every call
+    of a `rewire.row_kernel` function becomes a `gpu.launch_func` of a row
+    kernel, and every other linalg op on buffers but the f32 contractions
+    (left for cuBLAS) and every `memref.copy` a launch of a generic kernel.
+    Kernels go to `gpu.module @kernels`.
+
+    Row kernels (one per row group): a warp per row where a row has at most
+    128 vectors of features (8 rows per block, `gpu.subgroup_reduce` for
+    per-row reductions, lowered here to `shfl.sync.bfly` butterflies), a
+    block per row otherwise (up to 1024 threads, `gpu.all_reduce`). A thread
+    holds at most 16 chunks of V features in registers (V = 4, 2 or 1, the
+    largest dividing the row width), loaded and stored as 16-byte vectors
+    where the buffer's layout is contiguous and aligned; every intermediate
+    of the group stays in registers. Generic kernels: a thread per parallel
+    point (innermost fastest), reductions as loops.
+
+    Buffers are passed as their allocation's base pointer with the layout
+    (offset, strides) compiled into the kernel: views need no copies. Entry
+    points' arguments get identity layouts. Launch geometry is static.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // REWIRE_PASSES_CONVERSION_PASSES_TD

@@ -1,0 +1,192 @@
+//===- GenericKernel.cpp - A kernel for any one linalg op -----------------===//
+//
+// The fallback of rewire-kernels-to-gpu (see KernelEmit.h): a thread per
+// point of the parallel loops (the innermost fastest, so neighbouring
+// threads touch neighbouring elements of row-major buffers), the reduction
+// loops as scf.for nests carrying the outputs.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Conversion/GPU/KernelEmit.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace rewire::gpu {
+
+namespace {
+constexpr int64_t kThreads = 256;
+} // namespace
+
+FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operands,
+                                    mlir::gpu::GPUModuleOp module, StringRef name) {
+  Location loc = op.getLoc();
+  OpBuilder b(op.getContext());
+  SmallVector<int64_t> loops = op.getStaticLoopRanges();
+  if (llvm::any_of(loops, ShapedType::isDynamic))
+    return op.emitError("rewire-kernels-to-gpu: dynamic loop ranges");
+  auto iters = op.getIteratorTypesArray();
+  SmallVector<unsigned> parallel, reduction;
+  int64_t total = 1;
+  for (auto [i, it] : llvm::enumerate(iters)) {
+    if (it == utils::IteratorType::parallel) {
+      parallel.push_back(i);
+      total *= loops[i];
+    } else {
+      reduction.push_back(i);
+    }
+  }
+
+  b.setInsertionPointToEnd(module.getBody());
+  SmallVector<Type> params;
+  for (Value v : operands)
+    params.push_back(v.getType());
+  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}));
+  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(kThreads), 1, 1}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  auto ret = mlir::gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(ret);
+
+  // Parameters: the op's memref operands in order, then the buffers its
+  // body reads (`operands` follows the same order).
+  IRMapping mapping;
+  unsigned next = 0;
+  SmallVector<Value> operandParams; // per op operand: its parameter, or null
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (isa<MemRefType>(operand.get().getType()))
+      operandParams.push_back(entry.getArgument(next++));
+    else
+      operandParams.push_back(Value());
+  }
+  llvm::SetVector<Value> captured;
+  op.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (!op.getRegion().isAncestor(v.getParentRegion()))
+        captured.insert(v);
+  });
+  for (Value v : captured) {
+    if (isa<MemRefType>(v.getType())) {
+      if (next >= entry.getNumArguments())
+        return op.emitError("rewire-kernels-to-gpu: internal: too few kernel operands");
+      mapping.map(v, entry.getArgument(next++));
+    } else if (Operation *def = v.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>()) {
+      b.clone(*def, mapping);
+    } else {
+      func.erase();
+      return op.emitError("rewire-kernels-to-gpu: the body reads a value computed on the host");
+    }
+  }
+  // Scalar (non-buffer) operands must be constants: cloned in.
+  for (auto [operand, p] : llvm::zip(op->getOpOperands(), operandParams)) {
+    if (p)
+      continue;
+    Operation *def = operand.get().getDefiningOp();
+    if (!def || !def->hasTrait<OpTrait::ConstantLike>()) {
+      func.erase();
+      return op.emitError("rewire-kernels-to-gpu: a scalar operand computed on the host");
+    }
+    b.clone(*def, mapping);
+  }
+
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value bid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value id = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(kThreads)), tid);
+  if (total % kThreads != 0) {
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, cst(total));
+    auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  }
+  SmallVector<Value> ivs(loops.size());
+  Value rest = id;
+  for (int i = static_cast<int>(parallel.size()) - 1; i >= 0; --i) {
+    unsigned d = parallel[i];
+    ivs[d] = i == 0 ? rest : arith::RemUIOp::create(b, loc, rest, cst(loops[d])).getResult();
+    if (i > 0)
+      rest = arith::DivUIOp::create(b, loc, rest, cst(loops[d]));
+  }
+  auto at = [&](OpOperand &operand) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    SmallVector<Value> idx;
+    for (AffineExpr e : map.getResults())
+      idx.push_back(affine::AffineApplyOp::create(
+          b, loc, AffineMap::get(map.getNumDims(), 0, e), ivs));
+    return idx;
+  };
+  auto valueOf = [&](OpOperand &operand, Value p) -> Value {
+    if (!p)
+      return mapping.lookup(operand.get());
+    return memref::LoadOp::create(b, loc, p, at(operand));
+  };
+
+  Block &body = op.getRegion().front();
+  unsigned numInputs = op.getNumDpsInputs();
+  SmallVector<Value> inits;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    bool needed = !reduction.empty() || op.payloadUsesValueFromOperand(&init);
+    inits.push_back(needed ? valueOf(init, operandParams[init.getOperandNumber()]) : Value());
+  }
+
+  // The payload at the current ivs, given the outputs so far.
+  auto payload = [&](ArrayRef<Value> accs) {
+    IRMapping m = mapping;
+    for (unsigned i = 0; i < numInputs; ++i) {
+      OpOperand &in = op->getOpOperand(i);
+      if (!body.getArgument(i).use_empty())
+        m.map(body.getArgument(i), valueOf(in, operandParams[i]));
+    }
+    for (unsigned i = 0; i < accs.size(); ++i)
+      if (accs[i])
+        m.map(body.getArgument(numInputs + i), accs[i]);
+    for (Operation &inner : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        m.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      b.clone(inner, m);
+    }
+    SmallVector<Value> out;
+    for (Value y : body.getTerminator()->getOperands())
+      out.push_back(m.lookupOrDefault(y));
+    return out;
+  };
+
+  SmallVector<Value> results;
+  if (reduction.empty()) {
+    results = payload(inits);
+  } else {
+    // Nested loops over the reduction dimensions, carrying the outputs.
+    std::function<SmallVector<Value>(unsigned, ValueRange)> nest =
+        [&](unsigned level, ValueRange accs) -> SmallVector<Value> {
+      if (level == reduction.size())
+        return payload(SmallVector<Value>(accs.begin(), accs.end()));
+      auto loop = scf::ForOp::create(b, loc, cst(0), cst(loops[reduction[level]]), cst(1), accs);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      ivs[reduction[level]] = loop.getInductionVar();
+      SmallVector<Value> inner = nest(level + 1, loop.getRegionIterArgs());
+      scf::YieldOp::create(b, loc, inner);
+      return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
+    };
+    results = nest(0, inits);
+    for (unsigned d : reduction)
+      ivs[d] = cst(0); // outputs do not read reduction loops
+  }
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    memref::StoreOp::create(b, loc, results[i], operandParams[init.getOperandNumber()],
+                            at(init));
+
+  Launch launch;
+  launch.func = func;
+  launch.block = {kThreads, 1, 1};
+  launch.grid = {std::max<int64_t>(1, llvm::divideCeil(total, kThreads)), 1, 1};
+  return launch;
+}
+
+} // namespace rewire::gpu

@@ -1,0 +1,60 @@
+//===- KernelEmit.h - GPU kernels from linalg ops on buffers ------*- C++ -*-===//
+//
+// The two kernel emitters of rewire-kernels-to-gpu. Both write a
+// `gpu.func ... kernel` into a gpu.module, taking one memref parameter per
+// buffer the computation reads or writes (statically shaped and strided:
+// the host passes the allocation's base pointer, the layout is compiled
+// in), and return the launch geometry.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_PASSES_CONVERSION_GPU_KERNELEMIT_H
+#define REWIRE_PASSES_CONVERSION_GPU_KERNELEMIT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <array>
+
+namespace rewire::gpu {
+
+struct Launch {
+  mlir::gpu::GPUFuncOp func;
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+};
+
+/// A row kernel for an outlined row group (`rewire.row_kernel` function on
+/// buffers): a warp per row (narrow rows, several rows per block) or a
+/// block per row, each thread holding its slice of the row in registers
+/// (16-byte vector loads and stores along the features where the layout
+/// allows), per-row reductions through gpu.subgroup_reduce (warp) or
+/// gpu.all_reduce (block), every op of the group in the one kernel.
+/// `argTypes` are the static types of the call's operands.
+mlir::FailureOr<Launch> emitRowKernel(mlir::func::FuncOp kernel,
+                                      llvm::ArrayRef<mlir::MemRefType> argTypes,
+                                      mlir::gpu::GPUModuleOp module, llvm::StringRef name);
+
+/// A kernel for one linalg op on buffers (any loops and affine maps): a
+/// thread per point of the parallel loops, the reduction loops sequential.
+/// `operands` are the memrefs it reads and writes, statically typed (the
+/// op's own operands, or their sources through memref.cast), in the order
+/// of the kernel's parameters: the op's memref operands, then buffers its
+/// body reads.
+mlir::FailureOr<Launch> emitGenericKernel(mlir::linalg::GenericOp op,
+                                          llvm::ArrayRef<mlir::Value> operands,
+                                          mlir::gpu::GPUModuleOp module, llvm::StringRef name);
+
+/// The combiner of a reduction output: the op in `body` that folds the
+/// payload into the accumulator block argument `acc`, and its gpu kind.
+struct Combiner {
+  mlir::Operation *op = nullptr;
+  mlir::gpu::AllReduceOperation kind;
+};
+mlir::FailureOr<Combiner> findCombiner(mlir::Block &body, unsigned output);
+
+/// The neutral element of a combiner for `type`.
+mlir::TypedAttr neutralElement(mlir::gpu::AllReduceOperation kind, mlir::Type type);
+
+} // namespace rewire::gpu
+
+#endif // REWIRE_PASSES_CONVERSION_GPU_KERNELEMIT_H

@@ -1,0 +1,221 @@
+//===- KernelsToGPU.cpp - Row kernels and host linalg ops to gpu.func -----===//
+//
+// Implements rewire-kernels-to-gpu (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Conversion/GPU/KernelEmit.h"
+#include "passes/Conversion/GPU/KernelGroups.h"
+#include "passes/Conversion/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace rewire {
+#define GEN_PASS_DEF_KERNELSTOGPU
+#include "passes/Conversion/Passes.h.inc"
+} // namespace rewire
+
+using namespace mlir;
+
+namespace {
+
+constexpr const char *kModuleName = "kernels";
+
+/// `v` with the most static type: through memref.cast to its source.
+Value staticSource(Value v) {
+  while (auto cast = v.getDefiningOp<memref::CastOp>())
+    v = cast.getSource();
+  return v;
+}
+
+bool hasStaticLayout(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         !ShapedType::isDynamic(offset) && llvm::none_of(strides, ShapedType::isDynamic);
+}
+
+/// A symbol PTX accepts: letters, digits and '_'.
+std::string kernelName(StringRef fn, unsigned index) {
+  std::string s;
+  for (char c : fn)
+    s += llvm::isAlnum(c) ? c : '_';
+  return s + "_k" + std::to_string(index);
+}
+
+struct KernelsToGPUPass : rewire::impl::KernelsToGPUBase<KernelsToGPUPass> {
+  void runOnOperation() override;
+  LogicalResult entryLayouts(func::FuncOp fn);
+};
+
+/// Entry points take contiguous buffers: their arguments get identity
+/// layouts (bufferization inferred fully dynamic ones), so every view of
+/// them has a static layout once casts fold.
+LogicalResult KernelsToGPUPass::entryLayouts(func::FuncOp fn) {
+  Block &entry = fn.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  SmallVector<Type> inputs;
+  for (BlockArgument arg : entry.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || type.getLayout().isIdentity()) {
+      inputs.push_back(arg.getType());
+      continue;
+    }
+    if (!type.hasStaticShape())
+      return fn.emitError() << "rewire-kernels-to-gpu: argument " << arg.getArgNumber()
+                            << " of '" << fn.getSymName() << "' has a dynamic shape";
+    auto identity = MemRefType::get(type.getShape(), type.getElementType());
+    arg.setType(identity);
+    auto cast = memref::CastOp::create(b, fn.getLoc(), type, arg);
+    arg.replaceAllUsesExcept(cast.getResult(), cast);
+    inputs.push_back(identity);
+  }
+  fn.setType(FunctionType::get(fn.getContext(), inputs, fn.getResultTypes()));
+  return success();
+}
+
+void KernelsToGPUPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn.isPublic() && !fn.isExternal() && failed(entryLayouts(fn)))
+      return signalPassFailure();
+  // Fold the casts into the views and calls that follow them.
+  {
+    RewritePatternSet patterns(ctx);
+    for (Dialect *dialect : ctx->getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : ctx->getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, ctx);
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+  }
+
+  module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(kModuleName);
+  if (!gpuModule)
+    gpuModule = mlir::gpu::GPUModuleOp::create(mb, module.getLoc(), kModuleName);
+  SymbolTable symbols(gpuModule);
+
+  auto launch = [&](Operation *at, const rewire::gpu::Launch &l, ValueRange operands) {
+    OpBuilder b(at);
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, at->getLoc(), v).getResult(); };
+    mlir::gpu::KernelDim3 grid{c(l.grid[0]), c(l.grid[1]), c(l.grid[2])};
+    mlir::gpu::KernelDim3 block{c(l.block[0]), c(l.block[1]), c(l.block[2])};
+    mlir::gpu::LaunchFuncOp::create(b, at->getLoc(), l.func, grid, block, Value(), operands);
+  };
+
+  SmallVector<func::FuncOp> hosts;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() && !fn->hasAttr("rewire.row_kernel"))
+      hosts.push_back(fn);
+  llvm::SmallPtrSet<Operation *, 8> rowKernels;
+  for (func::FuncOp fn : hosts) {
+    unsigned counter = 0;
+    // memref.copy is a linalg.copy to the kernels.
+    SmallVector<memref::CopyOp> copies;
+    fn.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    IRRewriter rewriter(ctx);
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
+      copy.erase();
+    }
+    SmallVector<Operation *> work;
+    fn.walk([&](Operation *op) {
+      if (isa<func::CallOp, linalg::LinalgOp>(op))
+        work.push_back(op);
+    });
+    for (Operation *op : work) {
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        if (!callee || !callee->hasAttr("rewire.row_kernel"))
+          continue;
+        SmallVector<Value> operands;
+        SmallVector<MemRefType> types;
+        for (Value v : call.getOperands()) {
+          Value s = staticSource(v);
+          if (!hasStaticLayout(s)) {
+            call.emitError() << "rewire-kernels-to-gpu: operand of type " << v.getType()
+                             << " has no static layout";
+            return signalPassFailure();
+          }
+          operands.push_back(s);
+          types.push_back(cast<MemRefType>(s.getType()));
+        }
+        auto l = rewire::gpu::emitRowKernel(callee, types, gpuModule,
+                                            kernelName(fn.getSymName(), counter++));
+        if (failed(l))
+          return signalPassFailure();
+        launch(call, *l, operands);
+        rowKernels.insert(callee);
+        call.erase();
+        continue;
+      }
+      auto linalgOp = cast<linalg::LinalgOp>(op);
+      if (!linalgOp.hasPureBufferSemantics())
+        continue;
+      linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic) {
+        rewriter.setInsertionPoint(op);
+        auto g = linalg::generalizeNamedOp(rewriter, linalgOp);
+        if (failed(g)) {
+          op->emitError("rewire-kernels-to-gpu: cannot generalize this op");
+          return signalPassFailure();
+        }
+        generic = *g;
+      }
+      if (rewire::gpu::isGemm(generic))
+        continue; // cuBLAS
+      SmallVector<Value> operands;
+      for (Value v : generic->getOperands())
+        if (isa<MemRefType>(v.getType()))
+          operands.push_back(staticSource(v));
+      llvm::SetVector<Value> captured;
+      generic.getRegion().walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          if (!generic.getRegion().isAncestor(v.getParentRegion()))
+            captured.insert(v);
+      });
+      for (Value v : captured)
+        if (isa<MemRefType>(v.getType()))
+          operands.push_back(staticSource(v));
+      for (Value v : operands)
+        if (!hasStaticLayout(v)) {
+          generic.emitError() << "rewire-kernels-to-gpu: operand of type " << v.getType()
+                              << " has no static layout";
+          return signalPassFailure();
+        }
+      // The kernel reads the static types: retype the op's view of them.
+      auto l = rewire::gpu::emitGenericKernel(generic, operands, gpuModule,
+                                              kernelName(fn.getSymName(), counter++));
+      if (failed(l))
+        return signalPassFailure();
+      launch(generic, *l, operands);
+      generic.erase();
+    }
+  }
+  for (Operation *k : rowKernels)
+    k->erase();
+
+  // Warp reductions to shuffles (shfl.sync.bfly) before the NVVM conversion.
+  RewritePatternSet patterns(ctx);
+  mlir::populateGpuLowerSubgroupReduceToShufflePatterns(patterns, /*subgroupSize=*/32,
+                                                          /*shuffleBitwidth=*/32);
+  if (failed(applyPatternsGreedily(gpuModule, std::move(patterns))))
+    return signalPassFailure();
+}
+
+} // namespace
