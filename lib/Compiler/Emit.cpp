@@ -41,13 +41,6 @@ std::string specJson(const TensorSpec &t) {
   return s + "]}";
 }
 
-std::string listJson(const std::vector<TensorSpec> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + specJson(v[i]);
-  return s + "]";
-}
-
 std::string cpuName(const CompileOptions &o) {
   return o.cpu == "native" ? llvm::sys::getHostCPUName().str() : o.cpu;
 }
@@ -96,10 +89,17 @@ std::string rewire::compiler::artifactMetadata(const std::vector<EntryPoint> &en
     const EntryPoint &e = entries[i];
     s += std::string(i ? "," : "") + "{\"name\":" + jsonQuote(e.name) +
          ",\"entry\":" + jsonQuote("rewire_call_" + e.name) +
-         ",\"inputs\":" + listJson(e.inputs) + ",\"parameters\":" + listJson(e.parameters) +
-         ",\"outputs\":" + listJson(e.outputs) + "}";
+         ",\"inputs\":" + tensorSpecsJson(e.inputs) + ",\"parameters\":" + tensorSpecsJson(e.parameters) +
+         ",\"outputs\":" + tensorSpecsJson(e.outputs) + "}";
   }
   return s + "]}";
+}
+
+std::string rewire::compiler::tensorSpecsJson(const std::vector<TensorSpec> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + specJson(v[i]);
+  return s + "]";
 }
 
 std::unique_ptr<llvm::Module>

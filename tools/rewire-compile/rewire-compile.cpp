@@ -55,13 +55,25 @@ static cl::opt<Stage> emit(
     cl::values(clEnumValN(Stage::nn, "nn", "the nn IR (imported, before rewriting)"),
                clEnumValN(Stage::residual, "residual", "after --residual (and --train's steps)"),
                clEnumValN(Stage::linalg, "linalg", "linalg on tensors, fused"),
+               clEnumValN(Stage::gpu, "gpu", "--target=cuda: kernels in the gpu dialect, host on buffers"),
+               clEnumValN(Stage::ptx, "ptx", "--target=cuda: the PTX of every kernel"),
                clEnumValN(Stage::llvmDialect, "llvm-dialect", "MLIR's LLVM dialect, before translation"),
                clEnumValN(Stage::llvm, "llvm", "optimized LLVM IR"),
                clEnumValN(Stage::object, "obj", "an object file"),
                clEnumValN(Stage::artifact, "artifact", "the artifact (default)")),
     cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("Target: cpu (cuda is planned)"),
+static cl::opt<std::string> target("target",
+                                   cl::desc("Target: cpu (a shared object, .rwx) or cuda (kernel "
+                                            "images and a host schedule, .rwcu)"),
                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> gpuChip("gpu-chip",
+                                    cl::desc("--target=cuda: GPU architecture (default sm_90)"),
+                                    cl::init("sm_90"), cl::cat(category));
+static cl::opt<std::string> cudaPath(
+    "cuda-path",
+    cl::desc("--target=cuda: the CUDA toolkit for libdevice and ptxas (default: $CUDA_ROOT, "
+             "$CUDA_PATH, /usr/local/cuda)"),
+    cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default 2)"),
                                   cl::Prefix, cl::init(2), cl::cat(category));
 static cl::opt<std::string> residual(
@@ -138,8 +150,15 @@ int main(int argc, char **argv) {
     os << "rewire-compile " REWIRE_VERSION_STRING " (MLIR " REWIRE_LLVM_VERSION_STRING ")\n";
   });
   cl::ParseCommandLineOptions(argc, argv, "rewire-compile: models to CPU artifacts\n");
-  if (target != "cpu")
-    return error("--target=" + target + " is not available yet; use --target=cpu", 1);
+  if (target != "cpu" && target != "cuda")
+    return error("--target=" + target + " is not a target; use --target=cpu or --target=cuda", 1);
+  bool cuda = target == "cuda";
+  if (cuda && (emit == Stage::llvmDialect || emit == Stage::llvm || emit == Stage::object))
+    return error("--emit=llvm-dialect/llvm/obj are CPU stages; with --target=cuda use "
+                 "--emit=gpu or --emit=ptx",
+                 1);
+  if (!cuda && (emit == Stage::gpu || emit == Stage::ptx))
+    return error("--emit=gpu and --emit=ptx need --target=cuda", 1);
   if (optLevel > 3)
     return error("-O" + Twine(optLevel) + " is not a level; use -O0 to -O3", 1);
   CompileOptions options;
@@ -150,12 +169,14 @@ int main(int argc, char **argv) {
   options.preciseMath = preciseMath;
   options.threads = threads;
   options.seed = seed;
+  options.gpuChip = gpuChip;
+  options.cudaPath = cudaPath;
 
   std::string output = outputPath;
   if (output.empty()) {
     if (emit == Stage::artifact || emit == Stage::object) {
       SmallString<256> p(inputPath);
-      sys::path::replace_extension(p, emit == Stage::artifact ? ".rwx" : ".o");
+      sys::path::replace_extension(p, emit == Stage::artifact ? (cuda ? ".rwcu" : ".rwx") : ".o");
       output = p.str().str();
     } else {
       output = "-";
@@ -262,13 +283,37 @@ int main(int argc, char **argv) {
   std::string params = paramsPath;
   if (params.empty()) {
     SmallString<256> p(output);
-    if (sys::path::extension(p) == ".rwx")
+    if (sys::path::extension(p) == ".rwx" || sys::path::extension(p) == ".rwcu")
       sys::path::replace_extension(p, "");
     params = (p + ".params.safetensors").str();
   }
   std::string paramsRef = sys::path::parent_path(params) == sys::path::parent_path(output)
                               ? sys::path::filename(params).str()
                               : params;
+  if (cuda) {
+    if (failed(lowerToGPU(*module, options)))
+      return 3;
+    stage("lower to GPU kernels");
+    if (emit == Stage::gpu)
+      return writeText(output, [&](raw_ostream &os) { module->print(os); });
+    std::string ptx, cubin;
+    if (failed(serializeKernels(*module, options, ptx)))
+      return 5;
+    stage("NVVM and PTX");
+    if (emit == Stage::ptx)
+      return writeText(output, [&](raw_ostream &os) { os << ptx; });
+    if (!ptx.empty()) {
+      // Without ptxas the driver JIT-compiles the PTX at load time.
+      if (auto err = assembleCubin(ptx, options, cubin))
+        errs() << "rewire-compile: warning: " << *err << "\n";
+      stage("ptxas");
+    }
+    if (failed(writeCudaArtifact(*module, info, ptx, cubin, paramsRef, options, output)))
+      return 5;
+    if (auto err = writeParameters(info, inputDir, options.seed, params))
+      return error(*err, 4);
+    return 0;
+  }
   if (failed(lowerToLLVMDialect(*module, options)))
     return 3;
   stage("lower to the LLVM dialect");

@@ -31,7 +31,7 @@ namespace rewire::compiler {
 constexpr int kArtifactFormatVersion = 1;
 
 /// Where compilation stops (`--emit=`).
-enum class Stage { nn, residual, linalg, llvmDialect, llvm, object, artifact };
+enum class Stage { nn, residual, linalg, gpu, ptx, llvmDialect, llvm, object, artifact };
 
 struct CompileOptions {
   /// `KIND[:option=value,...]` for residual-detect + residual-rewrite (empty:
@@ -54,6 +54,10 @@ struct CompileOptions {
   unsigned threads = 1;
   /// Seed for parameters initialized by rule (#nn.init).
   uint64_t seed = 0;
+  /// --target=cuda: the GPU architecture and the CUDA toolkit (empty: found
+  /// by findCudaToolkit).
+  std::string gpuChip = "sm_90";
+  std::string cudaPath;
 };
 
 /// A tensor an entry point takes or returns.
@@ -145,6 +149,39 @@ std::optional<std::string> linkArtifact(const std::string &object,
 /// (relative to `inputDir`), rule-initialized ones materialized with `seed`.
 std::optional<std::string> writeParameters(const ModuleInfo &info, const std::string &inputDir,
                                            uint64_t seed, const std::string &outputPath);
+
+/// `[{"name":..,"dtype":..,"shape":[..]},...]`.
+std::string tensorSpecsJson(const std::vector<TensorSpec> &specs);
+
+// --target=cuda (lib/Compiler/Cuda*.cpp, docs/cuda.md).
+
+/// The CUDA toolkit to use: `hint`, else $CUDA_ROOT, $CUDA_PATH,
+/// /usr/local/cuda; empty when none has libdevice.
+std::string findCudaToolkit(const std::string &hint);
+
+/// Row groups outlined, bufferized, kernels emitted in `gpu.module
+/// @kernels` (rewire-outline-kernels, rewire-kernels-to-gpu); the host
+/// functions are left as launches, cuBLAS contractions and views.
+mlir::LogicalResult lowerToGPU(mlir::ModuleOp module, const CompileOptions &options);
+
+/// The kernels through NVVM to PTX for `options.gpuChip` (libdevice linked
+/// from the toolkit); `ptx` is empty when there are no kernels.
+mlir::LogicalResult serializeKernels(mlir::ModuleOp module, const CompileOptions &options,
+                                     std::string &ptx);
+
+/// Assembles `ptx` with the toolkit's ptxas into a cubin for
+/// `options.gpuChip`. Returns an error message (with ptxas's log) on failure.
+std::optional<std::string> assembleCubin(const std::string &ptx, const CompileOptions &options,
+                                         std::string &cubin);
+
+/// Builds every entry point's host schedule (launches, cuBLAS GEMMs, the
+/// buffer plan) and writes the CUDA artifact `outputPath` atomically.
+/// Emits errors on `module` for host code it cannot schedule.
+mlir::LogicalResult writeCudaArtifact(mlir::ModuleOp module, const ModuleInfo &info,
+                                      const std::string &ptx, const std::string &cubin,
+                                      const std::string &parametersFile,
+                                      const CompileOptions &options,
+                                      const std::string &outputPath);
 
 /// The artifact metadata JSON.
 std::string artifactMetadata(const std::vector<EntryPoint> &entries,

@@ -1,0 +1,434 @@
+//===- CudaSchedule.cpp - The host schedule of a CUDA artifact as data ----===//
+//
+// After rewire-kernels-to-gpu an entry point's body is straight-line host
+// code: allocations, views, kernel launches and f32 contractions (cuBLAS).
+// This file turns it into data (docs/cuda.md): buffers (inputs, parameters,
+// constants, temporaries placed in one arena by liveness), steps (launch /
+// gemm) and results, then writes the artifact with the kernel images.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Compiler/Compiler.h"
+#include "rewire/Support/AtomicFile.h"
+#include "rewire/Support/CudaArtifact.h"
+#include "rewire/Support/Json.h"
+#include "rewire/Version.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
+#include <map>
+
+using namespace mlir;
+using namespace rewire::compiler;
+
+namespace {
+
+struct Buffer {
+  std::string kind; ///< input, parameter, constant, temp
+  int64_t index = -1;
+  int64_t bytes = 0;
+  int64_t offset = -1; ///< arena offset (temp) or blob offset (constant)
+  int first = 0, last = -1;
+};
+
+int64_t align(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+struct Layout {
+  SmallVector<int64_t> shape, strides;
+  int64_t offset = 0;
+  int64_t elemBytes = 4;
+};
+
+FailureOr<Layout> layoutOf(Operation *where, Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  Layout l;
+  if (!type || !type.hasStaticShape() ||
+      failed(type.getStridesAndOffset(l.strides, l.offset)) || ShapedType::isDynamic(l.offset) ||
+      llvm::any_of(l.strides, ShapedType::isDynamic))
+    return where->emitError() << "rewire-compile: --target=cuda: a buffer of type " << v.getType()
+                              << " has no static layout";
+  l.shape.assign(type.getShape().begin(), type.getShape().end());
+  l.elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  return l;
+}
+
+class Scheduler {
+public:
+  Scheduler(func::FuncOp fn, const EntryPoint &entry, std::string &blob,
+            std::map<std::string, int> &kernels)
+      : fn(fn), entry(entry), blob(blob), kernels(kernels) {}
+  LogicalResult run();
+  std::string json() const;
+
+private:
+  LogicalResult step(Operation *op);
+  LogicalResult gemm(linalg::GenericOp op);
+  LogicalResult constant(memref::GetGlobalOp op);
+  int use(Value v) {
+    int b = root.lookup(v);
+    buffers[b].last = static_cast<int>(steps.size());
+    return b;
+  }
+  void plan();
+
+  func::FuncOp fn;
+  const EntryPoint &entry;
+  std::string &blob;
+  std::map<std::string, int> &kernels;
+  std::vector<Buffer> buffers;
+  DenseMap<Value, int> root;
+  std::vector<std::string> steps;
+  std::vector<std::pair<int, int64_t>> results;
+  int64_t arena = 0;
+};
+
+LogicalResult Scheduler::constant(memref::GetGlobalOp op) {
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(op, op.getNameAttr());
+  auto dense = global ? dyn_cast_or_null<DenseElementsAttr>(global.getInitialValueAttr())
+                      : DenseElementsAttr();
+  if (!dense)
+    return op.emitError("rewire-compile: --target=cuda: a global without a dense initial value");
+  auto type = global.getType();
+  int64_t n = type.getNumElements();
+  int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  std::string data;
+  if (type.getElementType().isInteger(1)) {
+    for (bool v : dense.getValues<bool>())
+      data.push_back(v ? 1 : 0);
+  } else {
+    ArrayRef<char> raw = dense.getRawData();
+    if (dense.isSplat())
+      for (int64_t i = 0; i < n; ++i)
+        data.append(raw.data(), raw.size());
+    else
+      data.assign(raw.data(), raw.size());
+  }
+  if (static_cast<int64_t>(data.size()) != n * elemBytes)
+    return op.emitError("rewire-compile: --target=cuda: cannot lay out this constant");
+  blob.resize(align(blob.size(), rewire::cuda::kBlobAlignment), '\0');
+  Buffer b;
+  b.kind = "constant";
+  b.bytes = n * elemBytes;
+  b.offset = blob.size();
+  blob += data;
+  root[op.getResult()] = buffers.size();
+  buffers.push_back(b);
+  return success();
+}
+
+LogicalResult Scheduler::gemm(linalg::GenericOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto iters = op.getIteratorTypesArray();
+  SmallVector<int64_t> loops = op.getStaticLoopRanges();
+  if (llvm::count(iters, utils::IteratorType::reduction) != 1)
+    return op.emitError("rewire-compile: --target=cuda: a contraction over several loops");
+  unsigned k = llvm::find(iters, utils::IteratorType::reduction) - iters.begin();
+  AffineMap om = maps[2];
+  unsigned rank = om.getNumResults();
+  unsigned m = om.getDimPosition(rank - 2), n = om.getDimPosition(rank - 1);
+  SmallVector<unsigned> batch;
+  for (unsigned i = 0; i + 2 < rank; ++i)
+    batch.push_back(om.getDimPosition(i));
+  Value ops[3] = {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]};
+  Layout l[3];
+  for (int i = 0; i < 3; ++i) {
+    auto x = layoutOf(op, ops[i]);
+    if (failed(x))
+      return failure();
+    l[i] = *x;
+  }
+  // The stride of loop dimension d in operand i (0 when not read).
+  auto stride = [&](int i, unsigned d) -> int64_t {
+    for (auto [pos, e] : llvm::enumerate(maps[i].getResults()))
+      if (auto de = dyn_cast<AffineDimExpr>(e); de && de.getPosition() == d)
+        return l[i].strides[pos];
+    return 0;
+  };
+  int64_t M = loops[m], N = loops[n], K = loops[k];
+  // Row-major operands: X (rows x cols) plain when its cols stride is 1,
+  // transposed when its rows stride is; size-1 dimensions take any stride.
+  auto matrix = [&](int i, unsigned r, unsigned c, int64_t rows, int64_t cols, bool &trans,
+                    int64_t &ld) -> bool {
+    int64_t sr = stride(i, r), sc = stride(i, c);
+    if (sc == 1 || cols == 1) {
+      trans = false;
+      ld = rows == 1 ? std::max<int64_t>(cols, 1) : sr;
+      return ld >= cols;
+    }
+    if (sr == 1 || rows == 1) {
+      trans = true;
+      ld = cols == 1 ? std::max<int64_t>(rows, 1) : sc;
+      return ld >= rows;
+    }
+    return false;
+  };
+  bool ta, tb, tc;
+  int64_t lda, ldb, ldc;
+  if (!matrix(0, m, k, M, K, ta, lda) || !matrix(1, k, n, K, N, tb, ldb) ||
+      !matrix(2, m, n, M, N, tc, ldc) || tc)
+    return op.emitError("rewire-compile: --target=cuda: a contraction whose operands are not "
+                        "row-major matrices with a unit inner stride");
+  // Batch loops collapse into one strided batch.
+  int64_t count = 1, sa = 0, sb = 0, sc = 0;
+  for (int i = static_cast<int>(batch.size()) - 1; i >= 0; --i) {
+    unsigned d = batch[i];
+    if (loops[d] == 1)
+      continue;
+    int64_t s[3] = {stride(0, d), stride(1, d), stride(2, d)};
+    if (count == 1) {
+      sa = s[0], sb = s[1], sc = s[2];
+    } else if (s[0] != sa * count || s[1] != sb * count || s[2] != sc * count) {
+      return op.emitError("rewire-compile: --target=cuda: batch dimensions of a contraction "
+                          "that do not collapse into one stride");
+    }
+    count *= loops[d];
+  }
+  int a = use(ops[0]), b = use(ops[1]), c = use(ops[2]);
+  std::string s = "{\"op\":\"gemm\",\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
+                  ",\"c\":" + std::to_string(c) + ",\"ta\":" + std::to_string(ta) +
+                  ",\"tb\":" + std::to_string(tb) + ",\"m\":" + std::to_string(M) +
+                  ",\"n\":" + std::to_string(N) + ",\"k\":" + std::to_string(K) +
+                  ",\"lda\":" + std::to_string(lda) + ",\"ldb\":" + std::to_string(ldb) +
+                  ",\"ldc\":" + std::to_string(ldc) + ",\"oa\":" + std::to_string(l[0].offset) +
+                  ",\"ob\":" + std::to_string(l[1].offset) + ",\"oc\":" +
+                  std::to_string(l[2].offset) + ",\"batch\":" + std::to_string(count) +
+                  ",\"sa\":" + std::to_string(sa) + ",\"sb\":" + std::to_string(sb) +
+                  ",\"sc\":" + std::to_string(sc) + "}";
+  steps.push_back(s);
+  return success();
+}
+
+LogicalResult Scheduler::step(Operation *op) {
+  if (op->hasTrait<OpTrait::ConstantLike>() || isa<memref::DeallocOp>(op))
+    return success();
+  if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+    auto type = alloc.getType();
+    if (!type.hasStaticShape())
+      return alloc.emitError("rewire-compile: --target=cuda: a dynamically sized allocation");
+    Buffer b;
+    b.kind = "temp";
+    b.bytes = std::max<int64_t>(1, type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+    b.first = steps.size();
+    b.last = steps.size();
+    root[alloc.getResult()] = buffers.size();
+    buffers.push_back(b);
+    return success();
+  }
+  if (auto global = dyn_cast<memref::GetGlobalOp>(op))
+    return constant(global);
+  if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp,
+          memref::ReinterpretCastOp>(op)) {
+    Value src = op->getOperand(0);
+    if (!root.count(src))
+      return op->emitError("rewire-compile: --target=cuda: a view of an unknown buffer");
+    root[op->getResult(0)] = root.lookup(src);
+    return success();
+  }
+  if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+    auto dims = [&](gpu::KernelDim3 d, std::string &out) -> bool {
+      out = "[";
+      for (Value v : {d.x, d.y, d.z}) {
+        std::optional<int64_t> c = getConstantIntValue(v);
+        if (!c || *c < 1)
+          return false;
+        out += (out.size() > 1 ? "," : "") + std::to_string(*c);
+      }
+      out += "]";
+      return true;
+    };
+    std::string grid, block;
+    if (!dims(launch.getGridSizeOperandValues(), grid) ||
+        !dims(launch.getBlockSizeOperandValues(), block))
+      return launch.emitError("rewire-compile: --target=cuda: a launch of dynamic geometry");
+    std::string name = launch.getKernelName().str();
+    auto [it, inserted] = kernels.try_emplace(name, static_cast<int>(kernels.size()));
+    std::string args = "[";
+    for (Value v : launch.getKernelOperands()) {
+      if (!root.count(v))
+        return launch.emitError("rewire-compile: --target=cuda: a kernel operand that is not a buffer");
+      args += (args.size() > 1 ? "," : "") + std::to_string(use(v));
+    }
+    steps.push_back("{\"op\":\"launch\",\"kernel\":" + std::to_string(it->second) +
+                    ",\"grid\":" + grid + ",\"block\":" + block + ",\"args\":" + args + "]}");
+    return success();
+  }
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return gemm(generic);
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    for (Value v : ret.getOperands()) {
+      if (!root.count(v))
+        return ret.emitError("rewire-compile: --target=cuda: a result that is not a buffer");
+      auto l = layoutOf(op, v);
+      if (failed(l))
+        return failure();
+      int64_t expect = 1;
+      for (int i = static_cast<int>(l->shape.size()) - 1; i >= 0; --i) {
+        if (l->shape[i] != 1 && l->strides[i] != expect)
+          return ret.emitError("rewire-compile: --target=cuda: a result that is a "
+                               "non-contiguous view");
+        expect *= l->shape[i];
+      }
+      int b = root.lookup(v);
+      buffers[b].last = std::numeric_limits<int>::max();
+      results.emplace_back(b, l->offset * l->elemBytes);
+    }
+    return success();
+  }
+  return op->emitError() << "rewire-compile: --target=cuda cannot run '" << op->getName()
+                         << "' on the host schedule of '" << fn.getSymName()
+                         << "' yet; compile with --target=cpu";
+}
+
+void Scheduler::plan() {
+  // Temporaries by decreasing size, each at the lowest offset free over
+  // its lifetime (steps first..last).
+  std::vector<int> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == "temp")
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::vector<int> placed;
+  for (int i : order) {
+    Buffer &b = buffers[i];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (int j : placed) {
+      const Buffer &o = buffers[j];
+      if (o.first <= b.last && b.first <= o.last)
+        busy.emplace_back(o.offset, o.offset + align(o.bytes, rewire::cuda::kBufferAlignment));
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto [s, e] : busy) {
+      if (at + b.bytes <= s)
+        break;
+      at = std::max(at, e);
+    }
+    b.offset = at;
+    arena = std::max(arena, align(at + b.bytes, rewire::cuda::kBufferAlignment));
+    placed.push_back(i);
+  }
+}
+
+LogicalResult Scheduler::run() {
+  Block &body = fn.getBody().front();
+  size_t expected = entry.inputs.size() + entry.parameters.size();
+  if (body.getNumArguments() != expected)
+    return fn.emitError("rewire-compile: --target=cuda: internal: arguments do not match the entry point");
+  for (BlockArgument arg : body.getArguments()) {
+    Buffer b;
+    unsigned i = arg.getArgNumber();
+    bool input = i < entry.inputs.size();
+    const TensorSpec &spec = input ? entry.inputs[i] : entry.parameters[i - entry.inputs.size()];
+    b.kind = input ? "input" : "parameter";
+    b.index = input ? i : i - entry.inputs.size();
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type)
+      return fn.emitError("rewire-compile: --target=cuda: a non-buffer argument");
+    b.bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    (void)spec;
+    root[arg] = buffers.size();
+    buffers.push_back(b);
+  }
+  for (Operation &op : body)
+    if (failed(step(&op)))
+      return failure();
+  if (results.size() != entry.outputs.size())
+    return fn.emitError("rewire-compile: --target=cuda: internal: results do not match the entry point");
+  plan();
+  return success();
+}
+
+std::string Scheduler::json() const {
+  std::string s = "{\"name\":" + rewire::jsonQuote(entry.name) +
+                  ",\"inputs\":" + tensorSpecsJson(entry.inputs) +
+                  ",\"parameters\":" + tensorSpecsJson(entry.parameters) +
+                  ",\"outputs\":" + tensorSpecsJson(entry.outputs) +
+                  ",\"arena\":" + std::to_string(arena) + ",\"buffers\":[";
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const Buffer &b = buffers[i];
+    s += std::string(i ? "," : "") + "{\"kind\":\"" + b.kind + "\",\"bytes\":" +
+         std::to_string(b.bytes);
+    if (b.index >= 0)
+      s += ",\"index\":" + std::to_string(b.index);
+    if (b.offset >= 0)
+      s += ",\"offset\":" + std::to_string(b.offset);
+    s += "}";
+  }
+  s += "],\"steps\":[";
+  for (size_t i = 0; i < steps.size(); ++i)
+    s += (i ? "," : "") + steps[i];
+  s += "],\"results\":[";
+  for (size_t i = 0; i < results.size(); ++i)
+    s += std::string(i ? "," : "") + "{\"buffer\":" + std::to_string(results[i].first) +
+         ",\"offset\":" + std::to_string(results[i].second) + "}";
+  return s + "]}";
+}
+
+} // namespace
+
+LogicalResult rewire::compiler::writeCudaArtifact(ModuleOp module, const ModuleInfo &info,
+                                                  const std::string &ptx,
+                                                  const std::string &cubin,
+                                                  const std::string &parametersFile,
+                                                  const CompileOptions &options,
+                                                  const std::string &outputPath) {
+  std::string blob;
+  std::map<std::string, int> kernels;
+  std::string functions;
+  for (const EntryPoint &entry : info.entries) {
+    auto fn = module.lookupSymbol<func::FuncOp>(entry.name);
+    if (!fn)
+      return module.emitError() << "rewire-compile: internal: no function '" << entry.name << "'";
+    Scheduler scheduler(fn, entry, blob, kernels);
+    if (failed(scheduler.run()))
+      return failure();
+    functions += (functions.empty() ? "" : ",") + scheduler.json();
+  }
+  std::string images;
+  auto addImage = [&](const char *format, const std::string &data) {
+    blob.resize(align(blob.size(), rewire::cuda::kBlobAlignment), '\0');
+    images += std::string(images.empty() ? "" : ",") + "{\"format\":\"" + format +
+              "\",\"offset\":" + std::to_string(blob.size()) +
+              ",\"size\":" + std::to_string(data.size()) + "}";
+    blob += data;
+    if (std::string(format) == "ptx")
+      blob.push_back('\0'); // the driver reads PTX as a C string
+  };
+  if (!cubin.empty())
+    addImage("cubin", cubin);
+  if (!ptx.empty())
+    addImage("ptx", ptx);
+  std::vector<std::string> names(kernels.size());
+  for (auto &[name, index] : kernels)
+    names[index] = name;
+  std::string kernelList;
+  for (const std::string &n : names)
+    kernelList += (kernelList.empty() ? "" : ",") + rewire::jsonQuote(n);
+  std::string meta = "{\"format\":\"rewire-cuda\",\"version\":" +
+                     std::to_string(rewire::cuda::kFormatVersion) + ",\"compiler\":" +
+                     rewire::jsonQuote(std::string("rewire ") + REWIRE_VERSION_STRING) +
+                     ",\"target\":\"cuda\",\"chip\":" + rewire::jsonQuote(options.gpuChip) +
+                     ",\"parameters_file\":" + rewire::jsonQuote(parametersFile) +
+                     ",\"images\":[" + images + "],\"kernels\":[" + kernelList +
+                     "],\"functions\":[" + functions + "]}";
+  rewire::cuda::Header header;
+  std::memcpy(header.magic, rewire::cuda::kMagic, sizeof(header.magic));
+  header.version = rewire::cuda::kFormatVersion;
+  header.reserved = 0;
+  header.metadataSize = meta.size();
+  header.blobOffset = align(sizeof(header) + meta.size(), rewire::cuda::kBlobAlignment);
+  header.blobSize = blob.size();
+  std::string head(reinterpret_cast<const char *>(&header), sizeof(header));
+  std::string pad(header.blobOffset - sizeof(header) - meta.size(), '\0');
+  if (auto err = rewire::writeFileAtomically(outputPath, {&head, &meta, &pad, &blob}))
+    return module.emitError() << "rewire-compile: " << *err;
+  return success();
+}
