@@ -40,6 +40,16 @@ struct Buffer {
 
 int64_t align(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+/// Bytes per element on the device (i1 and index as the kernels store them).
+int64_t elementBytes(MemRefType type) {
+  Type e = type.getElementType();
+  if (e.isIndex())
+    return 8;
+  if (!e.isIntOrFloat())
+    return 0;
+  return std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
+}
+
 struct Layout {
   SmallVector<int64_t> shape, strides;
   int64_t offset = 0;
@@ -55,7 +65,7 @@ FailureOr<Layout> layoutOf(Operation *where, Value v) {
     return where->emitError() << "rewire-compile: --target=cuda: a buffer of type " << v.getType()
                               << " has no static layout";
   l.shape.assign(type.getShape().begin(), type.getShape().end());
-  l.elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  l.elemBytes = elementBytes(type);
   return l;
 }
 
@@ -97,7 +107,7 @@ LogicalResult Scheduler::constant(memref::GetGlobalOp op) {
     return op.emitError("rewire-compile: --target=cuda: a global without a dense initial value");
   auto type = global.getType();
   int64_t n = type.getNumElements();
-  int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t elemBytes = elementBytes(type);
   std::string data;
   if (type.getElementType().isInteger(1)) {
     for (bool v : dense.getValues<bool>())
@@ -190,6 +200,12 @@ LogicalResult Scheduler::gemm(linalg::GenericOp op) {
     }
     count *= loops[d];
   }
+  // A broadcast B over a batch of row-major A and C is one taller GEMM.
+  if (count > 1 && sb == 0 && !ta && sa == M * lda && sc == M * ldc) {
+    M *= count;
+    count = 1;
+    sa = sc = 0;
+  }
   int a = use(ops[0]), b = use(ops[1]), c = use(ops[2]);
   std::string s = "{\"op\":\"gemm\",\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
                   ",\"c\":" + std::to_string(c) + ",\"ta\":" + std::to_string(ta) +
@@ -210,19 +226,31 @@ LogicalResult Scheduler::step(Operation *op) {
     return success();
   if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
     auto type = alloc.getType();
-    if (!type.hasStaticShape())
-      return alloc.emitError("rewire-compile: --target=cuda: a dynamically sized allocation");
+    if (!type.hasStaticShape() || elementBytes(type) == 0)
+      return alloc.emitError("rewire-compile: --target=cuda: an allocation that is not "
+                             "statically sized with integer or float elements");
     Buffer b;
     b.kind = "temp";
-    b.bytes = std::max<int64_t>(1, type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+    b.bytes = std::max<int64_t>(1, type.getNumElements() * elementBytes(type));
     b.first = steps.size();
     b.last = steps.size();
     root[alloc.getResult()] = buffers.size();
     buffers.push_back(b);
     return success();
   }
-  if (auto global = dyn_cast<memref::GetGlobalOp>(op))
+  if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+    // Index vectors only give memref.reshape its (static) result shape.
+    if (global.getType().getElementType().isIndex())
+      return success();
     return constant(global);
+  }
+  if (auto reshape = dyn_cast<memref::ReshapeOp>(op)) {
+    Value src = reshape.getSource();
+    if (!root.count(src) || !reshape.getType().hasStaticShape())
+      return op->emitError("rewire-compile: --target=cuda: a reshape of an unknown buffer");
+    root[reshape.getResult()] = root.lookup(src);
+    return success();
+  }
   if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp,
           memref::ReinterpretCastOp>(op)) {
     Value src = op->getOperand(0);
@@ -330,9 +358,10 @@ LogicalResult Scheduler::run() {
     b.kind = input ? "input" : "parameter";
     b.index = input ? i : i - entry.inputs.size();
     auto type = dyn_cast<MemRefType>(arg.getType());
-    if (!type)
-      return fn.emitError("rewire-compile: --target=cuda: a non-buffer argument");
-    b.bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    if (!type || elementBytes(type) == 0)
+      return fn.emitError("rewire-compile: --target=cuda: an argument that is not a buffer of "
+                          "integers or floats");
+    b.bytes = type.getNumElements() * elementBytes(type);
     (void)spec;
     root[arg] = buffers.size();
     buffers.push_back(b);

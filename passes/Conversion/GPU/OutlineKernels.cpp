@@ -137,7 +137,10 @@ void OutlineKernelsPass::outline(func::FuncOp fn, Group &group, unsigned index,
     Operation *def = v.getDefiningOp();
     if (def && memberSet.contains(def))
       return;
-    if (def && (isa<tensor::EmptyOp>(def) || def->hasTrait<OpTrait::ConstantLike>())) {
+    // Scalar constants are cloned in; tensor constants stay buffers (the
+    // host schedule uploads them once).
+    if (def && (isa<tensor::EmptyOp>(def) ||
+                (def->hasTrait<OpTrait::ConstantLike>() && !isa<ShapedType>(v.getType())))) {
       cloned.insert(def);
       return;
     }
