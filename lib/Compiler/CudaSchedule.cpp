@@ -18,6 +18,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -309,7 +310,10 @@ LogicalResult Scheduler::step(Operation *op) {
     }
     return success();
   }
-  return op->emitError() << "rewire-compile: --target=cuda cannot run '" << op->getName()
+  std::string what = "'" + op->getName().getStringRef().str() + "'";
+  if (isa<scf::ForOp>(op))
+    what += " (a loop over positions: nn.scatter_add, the gradient of a gather/embedding)";
+  return op->emitError() << "rewire-compile: --target=cuda cannot run " << what
                          << "' on the host schedule of '" << fn.getSymName()
                          << "' yet; compile with --target=cpu";
 }

@@ -111,6 +111,10 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     if (i > 0)
       rest = arith::DivUIOp::create(b, loc, rest, cst(loops[d]));
   }
+  // Outputs never read the reduction loops: a placeholder until the loops
+  // bind them.
+  for (unsigned d : reduction)
+    ivs[d] = cst(0);
   auto at = [&](OpOperand &operand) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     SmallVector<Value> idx;

@@ -125,8 +125,9 @@ void KernelsToGPUPass::runOnOperation() {
   for (func::FuncOp fn : hosts) {
     unsigned counter = 0;
     // memref.copy is a linalg.copy to the kernels.
-    SmallVector<memref::CopyOp> copies;
-    fn.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    // Top-level ops only: host loops (scatter_add's) are refused by the
+    // schedule, by name.
+    SmallVector<memref::CopyOp> copies(fn.getBody().front().getOps<memref::CopyOp>());
     IRRewriter rewriter(ctx);
     for (memref::CopyOp copy : copies) {
       rewriter.setInsertionPoint(copy);
@@ -134,10 +135,9 @@ void KernelsToGPUPass::runOnOperation() {
       copy.erase();
     }
     SmallVector<Operation *> work;
-    fn.walk([&](Operation *op) {
+    for (Operation &op : fn.getBody().front())
       if (isa<func::CallOp, linalg::LinalgOp>(op))
-        work.push_back(op);
-    });
+        work.push_back(&op);
     for (Operation *op : work) {
       if (auto call = dyn_cast<func::CallOp>(op)) {
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
