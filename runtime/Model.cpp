@@ -9,6 +9,7 @@
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/Json.h"
 #include "rewire/Support/Safetensors.h"
+#include "Specs.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -25,7 +26,9 @@ std::string dirOf(const std::string &path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-std::optional<std::string> parseSpec(const JsonValue &v, const std::string &where,
+} // namespace
+
+std::optional<std::string> parseTensorSpec(const JsonValue &v, const std::string &where,
                                      TensorInfo &out) {
   const JsonValue *name = v.get("name"), *dtype = v.get("dtype"), *shape = v.get("shape");
   if (!name || !name->isString() || !dtype || !dtype->isString() || !shape ||
@@ -46,7 +49,6 @@ std::optional<std::string> parseSpec(const JsonValue &v, const std::string &wher
   }
   return std::nullopt;
 }
-} // namespace
 
 std::string TensorInfo::typeString() const {
   HostTensor t;
@@ -149,7 +151,7 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
       }
       for (const JsonValue &v : arr->array) {
         TensorInfo t;
-        if (auto err = parseSpec(v, "function '" + info.name + "' " + key, t)) {
+        if (auto err = parseTensorSpec(v, "function '" + info.name + "' " + key, t)) {
           error = "'" + artifactPath + "': " + *err;
           return nullptr;
         }

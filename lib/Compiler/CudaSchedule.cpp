@@ -278,14 +278,24 @@ LogicalResult Scheduler::step(Operation *op) {
       return launch.emitError("rewire-compile: --target=cuda: a launch of dynamic geometry");
     std::string name = launch.getKernelName().str();
     auto [it, inserted] = kernels.try_emplace(name, static_cast<int>(kernels.size()));
-    std::string args = "[";
+    // Each operand's extent (bytes from the buffer's base the kernel may
+    // touch), for the runtime to check against the buffer.
+    std::string args = "[", need = "[";
     for (Value v : launch.getKernelOperands()) {
       if (!root.count(v))
         return launch.emitError("rewire-compile: --target=cuda: a kernel operand that is not a buffer");
+      auto l = layoutOf(op, v);
+      if (failed(l))
+        return failure();
+      int64_t last = l->offset;
+      for (auto [size, stride] : llvm::zip(l->shape, l->strides))
+        last += (size - 1) * stride;
       args += (args.size() > 1 ? "," : "") + std::to_string(use(v));
+      need += (need.size() > 1 ? "," : "") + std::to_string((last + 1) * l->elemBytes);
     }
     steps.push_back("{\"op\":\"launch\",\"kernel\":" + std::to_string(it->second) +
-                    ",\"grid\":" + grid + ",\"block\":" + block + ",\"args\":" + args + "]}");
+                    ",\"grid\":" + grid + ",\"block\":" + block + ",\"args\":" + args +
+                    "],\"extents\":" + need + "]}");
     return success();
   }
   if (auto generic = dyn_cast<linalg::GenericOp>(op))
@@ -325,8 +335,9 @@ void Scheduler::plan() {
   for (size_t i = 0; i < buffers.size(); ++i)
     if (buffers[i].kind == "temp")
       order.push_back(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return buffers[a].bytes != buffers[b].bytes ? buffers[a].bytes > buffers[b].bytes : a < b;
+  });
   std::vector<int> placed;
   for (int i : order) {
     Buffer &b = buffers[i];

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/common/CompileCache.h"
+#include "rewire/Runtime/CudaRuntime.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/Npy.h"
 #include "rewire/Version.h"
@@ -29,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 
 using namespace rewire;
 using namespace rewire::runtime;
@@ -42,6 +44,7 @@ struct Options {
   int benchmark = 0;
   int64_t printMax = 1024;
   bool describe = false;
+  std::string device; ///< cpu, cuda, or empty: the artifact's target
 };
 
 [[noreturn]] void die(const std::string &message, int code) {
@@ -50,7 +53,7 @@ struct Options {
 }
 
 void usage() {
-  std::cout << "usage: rewire-run MODEL.(rwx|onnx|mlir) [options]\n"
+  std::cout << "usage: rewire-run MODEL.(rwx|rwcu|onnx|mlir) [options]\n"
                "  --function=NAME          entry point (default forward)\n"
                "  --input=SPEC             one per input, in order:\n"
                "                           2x3xf32=[1 2 3][4 5 6] | 2x3xf32=1,2,3,4,5,6 |\n"
@@ -60,6 +63,8 @@ void usage() {
                "  --rtol=R --atol=A        tolerance |got-want| <= atol + rtol*|want| (1e-5, 1e-6)\n"
                "  --benchmark=N            run N more times, print median/min/mean latency\n"
                "  --params=FILE            parameter file (default: the one the artifact names)\n"
+               "  --device=cpu|cuda        where to run (default: the artifact's target; .onnx/.mlir\n"
+               "                           models are compiled for it)\n"
                "  --print-max-elements=N   print at most N elements per result (default 1024)\n"
                "  --describe               print the entry points and exit\n"
                "  --compile-flag=FLAG      pass FLAG to rewire-compile for .onnx/.mlir models\n"
@@ -108,6 +113,10 @@ Options parseArgs(int argc, char **argv) {
       o.benchmark = static_cast<int>(n);
     } else if (auto v = value("params")) {
       o.params = *v;
+    } else if (auto v = value("device")) {
+      if (*v != "cpu" && *v != "cuda")
+        die("--device expects cpu or cuda, got '" + *v + "'", 1);
+      o.device = *v;
     } else if (auto v = value("print-max-elements")) {
       o.printMax = static_cast<int64_t>(number(*v, "print-max-elements"));
     } else if (auto v = value("compile-flag")) {
@@ -273,22 +282,7 @@ void print(const HostTensor &t, int64_t max, std::ostream &os) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  Options o = parseArgs(argc, argv);
-  std::string artifact = o.model;
-  auto endsWith = [&](const char *ext) {
-    size_t n = std::strlen(ext);
-    return o.model.size() >= n && o.model.compare(o.model.size() - n, n, ext) == 0;
-  };
-  if (endsWith(".onnx") || endsWith(".mlir"))
-    artifact = tools::compileCached(o.model, o.compileFlags, [](const std::string &m, int c) { die(m, c); });
-  else if (!o.compileFlags.empty())
-    die("--compile-flag applies to .onnx/.mlir models only", 1);
-
-  std::string error;
-  auto model = Model::load(artifact, error, o.params);
-  if (!model)
-    die(error, 4);
+template <class M> int runWith(M *model, Options &o) {
   if (o.describe) {
     for (const FunctionInfo &f : model->functions()) {
       std::cout << "function " << f.name << "\n";
@@ -324,6 +318,9 @@ int main(int argc, char **argv) {
   if (auto err = model->run(o.function, inputs, outputs))
     die(*err, 2);
 
+  if constexpr (std::is_same_v<M, CudaModel>)
+    if (o.benchmark > 0 || o.describe)
+      std::cerr << "rewire-run: device: " << model->device() << "\n";
   if (o.benchmark > 0) {
     std::vector<double> ms;
     for (int i = 0; i < o.benchmark; ++i) {
@@ -340,6 +337,14 @@ int main(int argc, char **argv) {
     std::printf("benchmark: %s median %.3f ms, min %.3f ms, mean %.3f ms over %d runs\n",
                 o.function.c_str(), sorted[sorted.size() / 2], sorted.front(), mean,
                 o.benchmark);
+    if constexpr (std::is_same_v<M, CudaModel>) {
+      // Device time alone: the schedule replayed back to back, no copies.
+      double deviceMs = 0;
+      if (auto err = model->time(o.function, o.benchmark, deviceMs))
+        die(*err, 4);
+      std::printf("benchmark: %s device time %.4f ms per run (CUDA events, %d replays)\n",
+                  o.function.c_str(), deviceMs, o.benchmark);
+    }
   }
 
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -403,4 +408,39 @@ int main(int argc, char **argv) {
     std::cout << "[SUCCESS] all function outputs matched their expected values.\n";
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  std::string artifact = o.model;
+  auto endsWith = [&](const char *ext) {
+    size_t n = std::strlen(ext);
+    return o.model.size() >= n && o.model.compare(o.model.size() - n, n, ext) == 0;
+  };
+  if (endsWith(".onnx") || endsWith(".mlir")) {
+    if (o.device == "cuda")
+      o.compileFlags.push_back("--target=cuda");
+    artifact = tools::compileCached(o.model, o.compileFlags, [](const std::string &m, int c) { die(m, c); });
+  }
+  else if (!o.compileFlags.empty())
+    die("--compile-flag applies to .onnx/.mlir models only", 1);
+
+  std::string error;
+  bool cudaArtifact = isCudaArtifact(artifact);
+  std::string device = o.device.empty() ? (cudaArtifact ? "cuda" : "cpu") : o.device;
+  if (device == "cuda") {
+    if (!cudaArtifact)
+      die("'" + artifact + "' is not a CUDA artifact; compile it with rewire-compile "
+          "--target=cuda, or run it with --device=cpu", 1);
+    auto model = CudaModel::load(artifact, error, o.params);
+    if (!model)
+      die(error, 4);
+    return runWith(model.get(), o);
+  }
+  if (cudaArtifact)
+    die("'" + artifact + "' is a CUDA artifact: run it with --device=cuda", 1);
+  auto model = Model::load(artifact, error, o.params);
+  if (!model)
+    die(error, 4);
+  return runWith(model.get(), o);
 }

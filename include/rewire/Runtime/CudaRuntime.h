@@ -1,0 +1,53 @@
+//===- CudaRuntime.h - Load and run CUDA artifacts ---------------*- C++ -*-===//
+//
+// The CUDA half of the runtime (links no MLIR, no CUDA library: the driver
+// and cuBLAS are dlopened, see runtime/cuda/Driver.h). A CudaModel is a
+// `.rwcu` artifact (rewire-compile --target=cuda) loaded on device 0 (or
+// $REWIRE_CUDA_DEVICE): kernel images validated and loaded (the cubin when
+// it matches the device, else the PTX through the driver's JIT, whose log
+// is reported on failure), parameters and constants uploaded once into a
+// device memory pool, every entry point's temporaries in one arena. The
+// first run of an entry point executes its schedule step by step; later
+// runs replay a CUDA graph of it ($REWIRE_CUDA_GRAPHS=0 turns graphs off).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_RUNTIME_CUDARUNTIME_H
+#define REWIRE_RUNTIME_CUDARUNTIME_H
+
+#include "rewire/Runtime/Runtime.h"
+
+namespace rewire::runtime {
+
+/// Whether `path` starts with the CUDA artifact magic.
+bool isCudaArtifact(const std::string &path);
+
+class CudaModel {
+public:
+  static std::unique_ptr<CudaModel> load(const std::string &artifactPath, std::string &error,
+                                         const std::string &parametersPath = "");
+  ~CudaModel();
+
+  const std::vector<FunctionInfo> &functions() const;
+  const FunctionInfo *function(const std::string &name) const;
+  /// "NVIDIA H200, sm_90, 132 SMs, 140 GiB; image: cubin".
+  std::string device() const;
+
+  /// Uploads `inputs`, runs `function`, downloads `outputs` (synchronous).
+  std::optional<std::string> run(const std::string &function,
+                                 const std::vector<HostTensor> &inputs,
+                                 std::vector<HostTensor> &outputs);
+
+  /// Runs `function` `iterations` times on the inputs of the last run
+  /// (device-resident), timed with CUDA events: milliseconds per run.
+  std::optional<std::string> time(const std::string &function, int iterations, double &ms);
+
+  struct Impl;
+
+private:
+  explicit CudaModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace rewire::runtime
+
+#endif // REWIRE_RUNTIME_CUDARUNTIME_H

@@ -1,0 +1,455 @@
+//===- CudaModel.cpp - Run CUDA artifacts through the driver API ----------===//
+//
+// Implements CudaRuntime.h on Driver.h and Artifact.h.
+//
+//===----------------------------------------------------------------------===//
+#include "rewire/Runtime/CudaRuntime.h"
+
+#include "Artifact.h"
+#include "Driver.h"
+#include "rewire/Support/CudaArtifact.h"
+#include "rewire/Support/Safetensors.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+namespace rewire::runtime {
+
+using namespace cuda;
+
+bool isCudaArtifact(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(rewire::cuda::kMagic)] = {};
+  in.read(magic, sizeof(magic));
+  return in && std::memcmp(magic, rewire::cuda::kMagic, sizeof(magic)) == 0;
+}
+
+namespace {
+
+std::string dirOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+constexpr size_t kCublasWorkspace = size_t(32) << 20;
+
+/// Device memory: every allocation the model makes, freed together.
+struct DevicePool {
+  const DriverApi *api = nullptr;
+  std::vector<CUdeviceptr> blocks;
+  std::optional<std::string> alloc(size_t bytes, CUdeviceptr &out) {
+    if (CUresult r = api->cuMemAlloc(&out, std::max<size_t>(bytes, 256)))
+      return "cannot allocate " + std::to_string(bytes) + " bytes on the GPU: " +
+             describe(*api, r);
+    blocks.push_back(out);
+    return std::nullopt;
+  }
+  void release() {
+    if (api)
+      for (CUdeviceptr p : blocks)
+        api->cuMemFree(p);
+    blocks.clear();
+  }
+  ~DevicePool() { release(); }
+};
+
+struct Prepared {
+  std::vector<CUdeviceptr> base; ///< per buffer
+  CUdeviceptr arena = 0;
+  bool ran = false;
+  CUgraphExec graph = nullptr;
+};
+
+} // namespace
+
+struct CudaModel::Impl {
+  Artifact artifact;
+  std::vector<FunctionInfo> infos;
+  const DriverApi *api = nullptr;
+  const CublasApi *blas = nullptr;
+  cublasHandle_t handle = nullptr;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  CUstream stream = nullptr;
+  std::vector<CUfunction> kernels;
+  std::string deviceText;
+  bool graphs = true;
+  DevicePool pool;
+  std::vector<Prepared> prepared;
+
+  std::optional<std::string> check(CUresult r, const std::string &what) const {
+    if (r == 0)
+      return std::nullopt;
+    return what + ": " + describe(*api, r);
+  }
+  std::optional<std::string> enqueue(size_t index);
+  ~Impl() {
+    if (!api)
+      return;
+    for (Prepared &p : prepared)
+      if (p.graph)
+        api->cuGraphExecDestroy(p.graph);
+    if (handle && blas)
+      blas->cublasDestroy(handle);
+    pool.release(); // before the context goes
+    if (module)
+      api->cuModuleUnload(module);
+    if (stream)
+      api->cuStreamDestroy(stream);
+    if (context)
+      api->cuDevicePrimaryCtxRelease(device);
+  }
+};
+
+CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+CudaModel::~CudaModel() = default;
+const std::vector<FunctionInfo> &CudaModel::functions() const { return impl->infos; }
+const FunctionInfo *CudaModel::function(const std::string &name) const {
+  for (const FunctionInfo &f : impl->infos)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+std::string CudaModel::device() const { return impl->deviceText; }
+
+std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std::string &error,
+                                           const std::string &parametersPath) {
+  auto impl = std::make_unique<Impl>();
+  // Everything about the file first: a bad artifact is reported the same
+  // way with or without a GPU.
+  if (auto err = readArtifact(artifactPath, impl->artifact)) {
+    error = *err;
+    return nullptr;
+  }
+  Artifact &a = impl->artifact;
+  for (const Function &f : a.functions)
+    impl->infos.push_back(f.info);
+  impl->graphs = !(std::getenv("REWIRE_CUDA_GRAPHS") &&
+                   std::string(std::getenv("REWIRE_CUDA_GRAPHS")) == "0");
+
+  impl->api = driver(error);
+  if (!impl->api)
+    return nullptr;
+  const DriverApi &api = *impl->api;
+  impl->pool.api = impl->api;
+  int ordinal = 0, count = 0;
+  if (const char *d = std::getenv("REWIRE_CUDA_DEVICE"))
+    ordinal = std::atoi(d);
+  if (auto err = impl->check(api.cuDeviceGetCount(&count), "cannot count the GPUs")) {
+    error = *err;
+    return nullptr;
+  }
+  if (count == 0 || ordinal < 0 || ordinal >= count) {
+    error = "no CUDA device " + std::to_string(ordinal) + " (the driver sees " +
+            std::to_string(count) + ")";
+    return nullptr;
+  }
+  char name[256] = {};
+  int major = 0, minor = 0, sms = 0;
+  size_t memory = 0;
+  if (auto err = impl->check(api.cuDeviceGet(&impl->device, ordinal), "cannot open the GPU")) {
+    error = *err;
+    return nullptr;
+  }
+  api.cuDeviceGetName(name, sizeof(name) - 1, impl->device);
+  api.cuDeviceGetAttribute(&major, kAttrComputeMajor, impl->device);
+  api.cuDeviceGetAttribute(&minor, kAttrComputeMinor, impl->device);
+  api.cuDeviceGetAttribute(&sms, kAttrMultiprocessors, impl->device);
+  api.cuDeviceTotalMem(&memory, impl->device);
+  if (auto err = impl->check(api.cuDevicePrimaryCtxRetain(&impl->context, impl->device),
+                             "cannot create a CUDA context")) {
+    error = *err;
+    return nullptr;
+  }
+  api.cuCtxSetCurrent(impl->context);
+  if (auto err = impl->check(api.cuStreamCreate(&impl->stream, 0), "cannot create a stream")) {
+    error = *err;
+    return nullptr;
+  }
+
+  // The cubin where it was built for this GPU, else the PTX (JIT).
+  std::string deviceChip = "sm_" + std::to_string(major) + std::to_string(minor);
+  const Image *image = nullptr;
+  for (const Image &i : a.images)
+    if (i.cubin && a.chip == deviceChip)
+      image = &i;
+  if (!image)
+    for (const Image &i : a.images)
+      if (!i.cubin)
+        image = &i;
+  impl->deviceText = std::string(name) + ", " + deviceChip + ", " + std::to_string(sms) +
+                     " SMs, " + std::to_string(memory >> 30) + " GiB";
+  if (!a.kernels.empty()) {
+    if (!image) {
+      error = "'" + artifactPath + "' was compiled for " + a.chip + " without PTX; this GPU is " +
+              deviceChip + ": recompile with --gpu-chip=" + deviceChip;
+      return nullptr;
+    }
+    impl->deviceText += std::string("; image: ") + (image->cubin ? "cubin" : "PTX (JIT)");
+    std::string infoLog(8192, '\0'), errorLog(8192, '\0');
+    int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSize, kJitErrorLogBuffer,
+                     kJitErrorLogBufferSize};
+    void *values[] = {infoLog.data(), reinterpret_cast<void *>(infoLog.size()),
+                      errorLog.data(), reinterpret_cast<void *>(errorLog.size())};
+    if (CUresult r = api.cuModuleLoadDataEx(&impl->module, image->data, 4, options, values)) {
+      errorLog.resize(std::strlen(errorLog.c_str()));
+      error = "the driver rejected the kernels of '" + artifactPath + "' (" +
+              (image->cubin ? "cubin for " : "PTX for ") + a.chip + " on " + deviceChip +
+              "): " + describe(api, r) + (errorLog.empty() ? "" : ": " + errorLog);
+      return nullptr;
+    }
+    for (const std::string &k : a.kernels) {
+      CUfunction f = nullptr;
+      if (CUresult r = api.cuModuleGetFunction(&f, impl->module, k.c_str())) {
+        error = "kernel '" + k + "' is not in the image of '" + artifactPath +
+                "': " + describe(api, r);
+        return nullptr;
+      }
+      impl->kernels.push_back(f);
+    }
+  }
+  bool gemms = false;
+  for (const Function &f : a.functions)
+    for (const Step &s : f.steps)
+      gemms |= s.kind == Step::Kind::gemm;
+  if (gemms) {
+    impl->blas = cublas(error);
+    if (!impl->blas)
+      return nullptr;
+    CUdeviceptr workspace;
+    if (impl->blas->cublasCreate(&impl->handle) != 0) {
+      error = "cuBLAS did not initialize (cublasCreate failed)";
+      return nullptr;
+    }
+    if (auto err = impl->pool.alloc(kCublasWorkspace, workspace)) {
+      error = *err;
+      return nullptr;
+    }
+    // A fixed workspace keeps cuBLAS from allocating inside graph capture.
+    impl->blas->cublasSetStream(impl->handle, impl->stream);
+    impl->blas->cublasSetWorkspace(impl->handle, reinterpret_cast<void *>(workspace),
+                                   kCublasWorkspace);
+  }
+
+  // Parameters once per name, constants once per function, an arena and
+  // input buffers per function.
+  SafetensorsMapping mapping;
+  bool anyParameters = false;
+  for (const FunctionInfo &f : impl->infos)
+    anyParameters |= !f.parameters.empty();
+  std::map<std::string, CUdeviceptr> uploaded;
+  if (anyParameters) {
+    std::string params = parametersPath;
+    if (params.empty())
+      params = !a.parametersFile.empty() && a.parametersFile[0] == '/'
+                   ? a.parametersFile
+                   : dirOf(artifactPath) + "/" + a.parametersFile;
+    if (auto err = mapping.open(params)) {
+      error = "cannot bind parameters: " + *err;
+      return nullptr;
+    }
+    for (const FunctionInfo &f : impl->infos)
+      for (const TensorInfo &p : f.parameters) {
+        if (uploaded.count(p.name))
+          continue;
+        const SafetensorsMapping::Tensor *t = mapping.find(p.name);
+        if (!t) {
+          error = "parameter '" + p.name + "' of '" + f.name + "' is not in '" + params + "'";
+          return nullptr;
+        }
+        if (t->dtype != dtypeSafetensorsName(p.dtype) || t->shape != p.shape) {
+          error = "parameter '" + p.name + "' in '" + params + "' is " + t->dtype + " [" +
+                  shapeString(t->shape) + "], the artifact expects " +
+                  dtypeSafetensorsName(p.dtype) + " [" + shapeString(p.shape) + "]";
+          return nullptr;
+        }
+        CUdeviceptr d;
+        if (auto err = impl->pool.alloc(t->bytes, d)) {
+          error = *err;
+          return nullptr;
+        }
+        if (auto err = impl->check(api.cuMemcpyHtoD(d, t->data, t->bytes),
+                                   "cannot upload parameter '" + p.name + "'")) {
+          error = *err;
+          return nullptr;
+        }
+        uploaded[p.name] = d;
+      }
+  }
+  for (const Function &f : a.functions) {
+    Prepared p;
+    if (f.arena > 0)
+      if (auto err = impl->pool.alloc(f.arena, p.arena)) {
+        error = *err;
+        return nullptr;
+      }
+    for (const BufferDesc &b : f.buffers) {
+      CUdeviceptr d = 0;
+      switch (b.kind) {
+      case BufferDesc::Kind::temp:
+        d = p.arena + b.offset;
+        break;
+      case BufferDesc::Kind::parameter:
+        d = uploaded.at(f.info.parameters[b.index].name);
+        break;
+      case BufferDesc::Kind::input:
+      case BufferDesc::Kind::constant:
+        if (auto err = impl->pool.alloc(b.bytes, d)) {
+          error = *err;
+          return nullptr;
+        }
+        if (b.kind == BufferDesc::Kind::constant)
+          if (auto err = impl->check(api.cuMemcpyHtoD(d, a.blob + b.offset, b.bytes),
+                                     "cannot upload a constant")) {
+            error = *err;
+            return nullptr;
+          }
+        break;
+      }
+      p.base.push_back(d);
+    }
+    impl->prepared.push_back(std::move(p));
+  }
+  return std::unique_ptr<CudaModel>(new CudaModel(std::move(impl)));
+}
+
+std::optional<std::string> CudaModel::Impl::enqueue(size_t index) {
+  const Function &f = artifact.functions[index];
+  const Prepared &p = prepared[index];
+  std::vector<CUdeviceptr> args;
+  std::vector<void *> params;
+  for (const Step &s : f.steps) {
+    if (s.kind == Step::Kind::launch) {
+      args.clear();
+      params.clear();
+      for (int b : s.args)
+        args.push_back(p.base[b]);
+      for (CUdeviceptr &a : args)
+        params.push_back(&a);
+      if (auto err = check(api->cuLaunchKernel(kernels[s.kernel], s.grid[0], s.grid[1],
+                                               s.grid[2], s.block[0], s.block[1], s.block[2],
+                                               0, stream, params.data(), nullptr),
+                           "launch of '" + artifact.kernels[s.kernel] + "'"))
+        return err;
+      continue;
+    }
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+    const float one = 1.0f;
+    auto at = [&](int b, int64_t offset) {
+      return reinterpret_cast<float *>(p.base[b] + offset * 4);
+    };
+    int status = blas->cublasSgemmStridedBatched(
+        handle, s.tb ? kCublasOpT : kCublasOpN, s.ta ? kCublasOpT : kCublasOpN,
+        static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k), &one, at(s.b, s.ob),
+        static_cast<int>(s.ldb), s.sb, at(s.a, s.oa), static_cast<int>(s.lda), s.sa, &one,
+        at(s.c, s.oc), static_cast<int>(s.ldc), s.sc, static_cast<int>(s.batch));
+    if (status != 0)
+      return "cuBLAS SGEMM (" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+             std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
+             ") failed with status " + std::to_string(status);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> CudaModel::run(const std::string &function,
+                                          const std::vector<HostTensor> &inputs,
+                                          std::vector<HostTensor> &outputs) {
+  size_t index = 0;
+  while (index < impl->infos.size() && impl->infos[index].name != function)
+    ++index;
+  if (index == impl->infos.size())
+    return "the artifact has no function '" + function + "'";
+  const FunctionInfo &info = impl->infos[index];
+  if (auto err = checkInputs(info, inputs))
+    return err;
+  const DriverApi &api = *impl->api;
+  api.cuCtxSetCurrent(impl->context);
+  const Function &f = impl->artifact.functions[index];
+  Prepared &p = impl->prepared[index];
+  for (size_t b = 0; b < f.buffers.size(); ++b)
+    if (f.buffers[b].kind == BufferDesc::Kind::input)
+      if (auto err = impl->check(api.cuMemcpyHtoDAsync(p.base[b],
+                                                        inputs[f.buffers[b].index].data.data(),
+                                                        f.buffers[b].bytes, impl->stream),
+                                 "cannot upload input " + std::to_string(f.buffers[b].index)))
+        return err;
+  // First run step by step (errors name their step); then a graph.
+  if (p.graph) {
+    if (auto err = impl->check(api.cuGraphLaunch(p.graph, impl->stream), "graph launch"))
+      return err;
+  } else {
+    if (auto err = impl->enqueue(index))
+      return err;
+  }
+  outputs.clear();
+  for (size_t i = 0; i < info.outputs.size(); ++i) {
+    HostTensor t;
+    t.dtype = info.outputs[i].dtype;
+    t.shape = info.outputs[i].shape;
+    t.data.assign(static_cast<size_t>(info.outputs[i].byteSize()), 0);
+    auto [buffer, offset] = f.results[i];
+    if (auto err = impl->check(api.cuMemcpyDtoHAsync(t.data.data(), p.base[buffer] + offset,
+                                                     t.data.size(), impl->stream),
+                               "cannot download output " + std::to_string(i)))
+      return err;
+    outputs.push_back(std::move(t));
+  }
+  if (auto err = impl->check(api.cuStreamSynchronize(impl->stream), "'" + function + "' failed"))
+    return err;
+  if (!p.ran && impl->graphs && !f.steps.empty()) {
+    CUgraph graph = nullptr;
+    if (auto err = impl->check(api.cuStreamBeginCapture(impl->stream, kCaptureModeThreadLocal),
+                               "cannot capture a CUDA graph"))
+      return err;
+    auto enqueued = impl->enqueue(index);
+    CUresult end = api.cuStreamEndCapture(impl->stream, &graph);
+    if (enqueued)
+      return enqueued;
+    if (auto err = impl->check(end, "cannot capture a CUDA graph"))
+      return err;
+    CUresult r = api.cuGraphInstantiateWithFlags(&p.graph, graph, 0);
+    api.cuGraphDestroy(graph);
+    if (auto err = impl->check(r, "cannot instantiate a CUDA graph"))
+      return err;
+  }
+  p.ran = true;
+  return std::nullopt;
+}
+
+std::optional<std::string> CudaModel::time(const std::string &function, int iterations,
+                                           double &ms) {
+  size_t index = 0;
+  while (index < impl->infos.size() && impl->infos[index].name != function)
+    ++index;
+  if (index == impl->infos.size() || !impl->prepared[index].ran)
+    return "run '" + function + "' once before timing it";
+  const DriverApi &api = *impl->api;
+  Prepared &p = impl->prepared[index];
+  CUevent start, stop;
+  api.cuEventCreate(&start, 0);
+  api.cuEventCreate(&stop, 0);
+  api.cuEventRecord(start, impl->stream);
+  for (int i = 0; i < iterations; ++i) {
+    if (p.graph) {
+      if (auto err = impl->check(api.cuGraphLaunch(p.graph, impl->stream), "graph launch"))
+        return err;
+    } else if (auto err = impl->enqueue(index)) {
+      return err;
+    }
+  }
+  api.cuEventRecord(stop, impl->stream);
+  CUresult r = api.cuEventSynchronize(stop);
+  float elapsed = 0;
+  api.cuEventElapsedTime(&elapsed, start, stop);
+  api.cuEventDestroy(start);
+  api.cuEventDestroy(stop);
+  if (auto err = impl->check(r, "'" + function + "' failed"))
+    return err;
+  ms = elapsed / std::max(iterations, 1);
+  return std::nullopt;
+}
+
+} // namespace rewire::runtime
