@@ -59,3 +59,6 @@ if gpu.available:
 lit_config.note("cuda-gpu: " + gpu.describe())
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
+config.substitutions.append(("%ptxas", os.path.join(config.cuda_root, "bin", "ptxas")))
+# rewire-compile --target=cuda links libdevice from this toolkit.
+config.environment["CUDA_ROOT"] = config.cuda_root

@@ -205,9 +205,12 @@ std::optional<std::string> readArtifact(const std::string &path, Artifact &a) {
   ss << in.rdbuf();
   a.file = ss.str();
   rewire::cuda::Header h;
-  if (a.file.size() < sizeof(h) ||
+  if (a.file.size() < sizeof(rewire::cuda::kMagic) ||
       std::memcmp(a.file.data(), rewire::cuda::kMagic, sizeof(rewire::cuda::kMagic)) != 0)
     return "'" + path + "' is not a CUDA artifact (compile with rewire-compile --target=cuda)";
+  if (a.file.size() < sizeof(h))
+    return "'" + path + "' is truncated (" + std::to_string(a.file.size()) +
+           " bytes, shorter than the header)";
   std::memcpy(&h, a.file.data(), sizeof(h));
   if (h.version != rewire::cuda::kFormatVersion)
     return "'" + path + "' has CUDA artifact format " + std::to_string(h.version) +

@@ -26,6 +26,31 @@ bool isCudaArtifact(const std::string &path) {
   return in && std::memcmp(magic, rewire::cuda::kMagic, sizeof(magic)) == 0;
 }
 
+std::optional<std::string> describeCudaArtifact(const std::string &path, std::string &text) {
+  Artifact a;
+  if (auto err = readArtifact(path, a))
+    return err;
+  text = "cuda artifact for " + a.chip + ": ";
+  for (size_t i = 0; i < a.images.size(); ++i)
+    text += std::string(i ? " + " : "") + (a.images[i].cubin ? "cubin " : "PTX ") +
+            std::to_string(a.images[i].size) + " bytes";
+  text += ", " + std::to_string(a.kernels.size()) + " kernels\n";
+  for (const Function &f : a.functions) {
+    size_t launches = 0, gemms = 0;
+    for (const Step &s : f.steps)
+      (s.kind == Step::Kind::launch ? launches : gemms) += 1;
+    text += "function " + f.info.name + "\n";
+    for (const TensorInfo &t : f.info.inputs)
+      text += "  input  " + t.name + ": " + t.typeString() + "\n";
+    for (const TensorInfo &t : f.info.outputs)
+      text += "  output " + t.name + ": " + t.typeString() + "\n";
+    text += "  parameters: " + std::to_string(f.info.parameters.size()) + "\n";
+    text += "  schedule: " + std::to_string(launches) + " launches, " + std::to_string(gemms) +
+            " cuBLAS GEMMs, arena " + std::to_string(f.arena) + " bytes\n";
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 std::string dirOf(const std::string &path) {

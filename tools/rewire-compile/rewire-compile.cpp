@@ -170,6 +170,9 @@ int main(int argc, char **argv) {
   options.threads = threads;
   options.seed = seed;
   options.gpuChip = gpuChip;
+  // GPUs have exp/tanh in hardware (MUFU) and libdevice: no polynomials.
+  if (cuda)
+    options.preciseMath = true;
   options.cudaPath = cudaPath;
 
   std::string output = outputPath;

@@ -427,6 +427,14 @@ int main(int argc, char **argv) {
 
   std::string error;
   bool cudaArtifact = isCudaArtifact(artifact);
+  if (cudaArtifact && o.describe) {
+    // Described from the file alone: no GPU needed.
+    std::string text;
+    if (auto err = describeCudaArtifact(artifact, text))
+      die(*err, 4);
+    std::cout << text;
+    return 0;
+  }
   std::string device = o.device.empty() ? (cudaArtifact ? "cuda" : "cpu") : o.device;
   if (device == "cuda") {
     if (!cudaArtifact)

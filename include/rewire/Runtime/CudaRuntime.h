@@ -21,6 +21,11 @@ namespace rewire::runtime {
 /// Whether `path` starts with the CUDA artifact magic.
 bool isCudaArtifact(const std::string &path);
 
+/// Reads and validates a CUDA artifact without a GPU and describes it:
+/// images, kernels, and per function its tensors, launches, GEMMs and
+/// arena size. Returns what is wrong instead when it is invalid.
+std::optional<std::string> describeCudaArtifact(const std::string &path, std::string &text);
+
 class CudaModel {
 public:
   static std::unique_ptr<CudaModel> load(const std::string &artifactPath, std::string &error,

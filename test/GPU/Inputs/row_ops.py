@@ -1,0 +1,69 @@
+"""Writes one MLIR function per residual form and nn row op, at feature
+widths that exercise every row-kernel shape: a warp per row with 16-byte
+vectors (64), a warp with scalar lanes (37, odd), a block per row with
+vectors and a partial last chunk (1000), a block with 2-wide vectors (4098).
+Rows are 3 x 5 = 15: not a multiple of the 8 rows a warp-mode block takes.
+
+Used by the PTX checks (compile-only) and by the CPU-vs-GPU execution test.
+Prints the module; with --list prints `name input-shapes` lines instead.
+"""
+import sys
+
+ROWS = (3, 5)
+WIDTHS = (64, 37, 1000, 4098)
+
+
+def t(shape):
+    return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + "f32>"
+
+
+def ops(w):
+    S = ROWS + (w,)
+    T = t(S)
+    yield (f"add_{w}", [("h", S), ("u", S)],
+           f"residual.add %h, %u stream 0 layer 0 : {T}")
+    yield (f"scale_add_{w}", [("h", S), ("u", S), ("a", (w,))],
+           f"residual.scale_add %h, %u, %a stream 0 layer 0 : {T}, {t((w,))}")
+    if w <= 1000:
+        yield (f"review_{w}", [("h", S), ("u", S), ("W", (2 * w, w)), ("b", (w,))],
+               f"residual.gated_add review additive %h, %u, %W, %b stream 0 layer 0 : {T}, {t((2 * w, w))}, {t((w,))}")
+        yield (f"review_convex_row_{w}", [("h", S), ("u", S), ("W", (2 * w, 1)), ("b", (1,))],
+               f"residual.gated_add review convex %h, %u, %W, %b eps 1.0e-5 stream 0 layer 0 : {T}, {t((2 * w, 1))}, {t((1,))}")
+        yield (f"highway_{w}", [("h", S), ("u", S), ("W", (w, w)), ("b", (w,))],
+               f"residual.gated_add highway additive %h, %u, %W, %b stream 0 layer 0 : {T}, {t((w, w))}, {t((w,))}")
+        yield (f"nag_gate_{w}", [("R", S), ("w", (w, 4)), ("b", (4,)), ("pi", (4,))],
+               f"residual.nag_gate %R, %w, %b, %pi stream 0 layer 0 : {T}, {t((w, 4))}, {t((4,))}, {t((4,))}")
+    yield (f"mix_{w}", [("y", S), ("h0", S), ("h1", S), ("h2", S), ("c", (3,))],
+           f"residual.mix softmax %y, [%h0, %h1, %h2], %c tau 0.5 stream 0 layer 2 : {T}, {t((3,))}")
+    yield (f"nag_add_{w}", [("R", S), ("f", S), ("a", ()), ("m", ROWS + (1,))],
+           f"residual.nag_add %R, %f, %a, %m stream 0 layer 0 : {T}, {t(())}, {t(ROWS + (1,))}")
+    yield (f"layer_norm_{w}", [("x", S), ("g", (w,)), ("b", (w,))],
+           f"nn.layer_norm %x, %g, %b : {T}, {t((w,))}, {t((w,))}")
+    yield (f"rms_norm_{w}", [("x", S), ("g", (w,))],
+           f"nn.rms_norm %x, %g {{epsilon = 1.0e-06 : f32}} : {T}, {t((w,))}")
+    yield (f"softmax_{w}", [("x", S)], f"nn.softmax %x : {T}")
+    yield (f"gelu_{w}", [("x", S)], f"nn.gelu %x approximate tanh : {T}")
+
+
+def main():
+    listing = "--list" in sys.argv
+    out = [] if listing else ["module {"]
+    for w in WIDTHS:
+        for name, args, body in ops(w):
+            if listing:
+                out.append(name + " " + " ".join(
+                    "x".join(str(d) for d in s) if s else "scalar" for _, s in args))
+                continue
+            sig = ", ".join(f"%{n}: {t(s)}" for n, s in args)
+            rt = t(ROWS + (w,)) if not name.startswith("nag_gate") else t(ROWS + (1,))
+            out.append(f"  func.func @{name}({sig}) -> {rt} {{")
+            out.append(f"    %0 = {body}")
+            out.append(f"    return %0 : {rt}")
+            out.append("  }")
+    if not listing:
+        out.append("}")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
