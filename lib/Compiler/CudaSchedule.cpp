@@ -324,7 +324,7 @@ LogicalResult Scheduler::step(Operation *op) {
   if (isa<scf::ForOp>(op))
     what += " (a loop over positions: nn.scatter_add, the gradient of a gather/embedding)";
   return op->emitError() << "rewire-compile: --target=cuda cannot run " << what
-                         << "' on the host schedule of '" << fn.getSymName()
+                         << " on the host schedule of '" << fn.getSymName()
                          << "' yet; compile with --target=cpu";
 }
 
