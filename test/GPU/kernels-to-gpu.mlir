@@ -1,0 +1,49 @@
+// rewire-kernels-to-gpu: launch geometry and the shape of each kernel.
+// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg,convert-residual-to-linalg,canonicalize,rewire-fuse-elementwise,canonicalize),rewire-outline-kernels,canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=infer-layout-map},buffer-results-to-out-params{hoist-static-allocs},canonicalize,rewire-kernels-to-gpu,canonicalize)" | FileCheck %s
+
+// Narrow rows: a warp per row, 8 rows per block (15 rows: 2 blocks, the
+// last row-guarded), 16-byte vectors, warp reductions as xor shuffles.
+// CHECK-LABEL: func.func @rms_64(
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: gpu.launch_func @kernels::@rms_64_k0 blocks in (%[[C2]], %{{.*}}, %{{.*}}) threads in (%[[C32]], %[[C8]], %{{.*}})
+// CHECK: gpu.func @rms_64_k0(%{{.*}}: memref<3x5x64xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: memref<3x5x64xf32>) kernel attributes {known_block_size = array<i32: 32, 8, 1>}
+// CHECK: scf.if
+// CHECK: vector.load {{.*}} {alignment = 16 : i64}
+// CHECK: gpu.shuffle  xor
+// CHECK: vector.store {{.*}} {alignment = 16 : i64}
+// CHECK-NOT: gpu.all_reduce
+func.func @rms_64(%x: tensor<3x5x64xf32>, %g: tensor<64xf32>) -> tensor<3x5x64xf32> {
+  %0 = nn.rms_norm %x, %g {epsilon = 1.0e-06 : f32} : tensor<3x5x64xf32>, tensor<64xf32>
+  return %0 : tensor<3x5x64xf32>
+}
+
+// -----
+
+// Wide rows: a block per row (1000 features = 250 vectors: 64 threads x 4
+// chunks, the last partial), block reductions.
+// CHECK-LABEL: func.func @softmax_1000(
+// CHECK: gpu.launch_func @kernels::@softmax_1000_k0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: gpu.func @softmax_1000_k0({{.*}} kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK: gpu.all_reduce  maximumf
+// CHECK: gpu.all_reduce  add
+func.func @softmax_1000(%x: tensor<6x1000xf32>) -> tensor<6x1000xf32> {
+  %0 = nn.softmax %x : tensor<6x1000xf32>
+  return %0 : tensor<6x1000xf32>
+}
+
+// -----
+
+// Views need no copies: the slices of a split are passed as their
+// buffer, the offset compiled into the kernel's parameter type.
+// CHECK-LABEL: func.func @slices(
+// CHECK-NOT: memref.copy
+// CHECK: gpu.launch_func @kernels::@slices_k0 {{.*}} args(%{{.*}} : memref<4x64xf32, strided<[128, 1]>>, %{{.*}} : memref<4x64xf32, strided<[128, 1], offset: 64>>
+// CHECK: gpu.func @slices_k0(%{{.*}}: memref<4x64xf32, strided<[128, 1]>>, %{{.*}}: memref<4x64xf32, strided<[128, 1], offset: 64>>
+func.func @slices(%x: tensor<4x128xf32>) -> tensor<4x64xf32> {
+  %a = tensor.extract_slice %x[0, 0] [4, 64] [1, 1] : tensor<4x128xf32> to tensor<4x64xf32>
+  %b = tensor.extract_slice %x[0, 64] [4, 64] [1, 1] : tensor<4x128xf32> to tensor<4x64xf32>
+  %0 = nn.add %a, %b : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
