@@ -144,6 +144,7 @@ std::optional<std::string> readFunction(const JsonValue &f, const Artifact &a, F
           return where + ": launch of '" + a.kernels[st.kernel] +
                  "' reaches past the end of buffer argument " + std::to_string(i);
         st.args.push_back(static_cast<int>(*id));
+        st.extents.push_back(*need);
       }
     } else if (op->text == "gemm") {
       st.kind = Step::Kind::gemm;

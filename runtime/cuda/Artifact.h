@@ -30,6 +30,7 @@ struct Step {
   int kernel = -1;
   std::array<unsigned, 3> grid{}, block{};
   std::vector<int> args;
+  std::vector<int64_t> extents; ///< bytes of each argument the kernel may touch
   // gemm (row-major C[b] += op(A[b]) op(B[b]); offsets and strides in f32s)
   int a = -1, b = -1, c = -1;
   bool ta = false, tb = false;

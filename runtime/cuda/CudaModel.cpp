@@ -110,7 +110,7 @@ struct CudaModel::Impl {
       return std::nullopt;
     return what + ": " + describe(*api, r);
   }
-  std::optional<std::string> enqueue(size_t index);
+  std::optional<std::string> enqueue(size_t index, int only = -1);
   ~Impl() {
     if (!api)
       return;
@@ -341,12 +341,15 @@ std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std:
   return std::unique_ptr<CudaModel>(new CudaModel(std::move(impl)));
 }
 
-std::optional<std::string> CudaModel::Impl::enqueue(size_t index) {
+std::optional<std::string> CudaModel::Impl::enqueue(size_t index, int only) {
   const Function &f = artifact.functions[index];
   const Prepared &p = prepared[index];
   std::vector<CUdeviceptr> args;
   std::vector<void *> params;
-  for (const Step &s : f.steps) {
+  for (size_t i = 0; i < f.steps.size(); ++i) {
+    if (only >= 0 && static_cast<int>(i) != only)
+      continue;
+    const Step &s = f.steps[i];
     if (s.kind == Step::Kind::launch) {
       args.clear();
       params.clear();
@@ -441,6 +444,49 @@ std::optional<std::string> CudaModel::run(const std::string &function,
       return err;
   }
   p.ran = true;
+  return std::nullopt;
+}
+
+std::optional<std::string> CudaModel::profile(const std::string &function, int iterations,
+                                             std::vector<StepProfile> &steps) {
+  size_t index = 0;
+  while (index < impl->infos.size() && impl->infos[index].name != function)
+    ++index;
+  if (index == impl->infos.size() || !impl->prepared[index].ran)
+    return "run '" + function + "' once before profiling it";
+  const DriverApi &api = *impl->api;
+  const Function &f = impl->artifact.functions[index];
+  steps.clear();
+  CUevent start, stop;
+  api.cuEventCreate(&start, 0);
+  api.cuEventCreate(&stop, 0);
+  for (size_t i = 0; i < f.steps.size(); ++i) {
+    const Step &s = f.steps[i];
+    StepProfile prof;
+    if (s.kind == Step::Kind::launch) {
+      prof.what = impl->artifact.kernels[s.kernel];
+      for (int64_t e : s.extents) // the span of each argument
+        prof.bytes += e;
+    } else {
+      prof.what = "cublas " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                  std::to_string(s.k) + (s.batch > 1 ? " (batch " + std::to_string(s.batch) + ")" : "");
+      prof.bytes = 4 * s.batch * (s.m * s.k + s.k * s.n + 2 * s.m * s.n);
+    }
+    impl->enqueue(index, static_cast<int>(i)); // warm-up
+    api.cuEventRecord(start, impl->stream);
+    for (int it = 0; it < iterations; ++it)
+      if (auto err = impl->enqueue(index, static_cast<int>(i)))
+        return err;
+    api.cuEventRecord(stop, impl->stream);
+    if (auto err = impl->check(api.cuEventSynchronize(stop), "'" + prof.what + "' failed"))
+      return err;
+    float elapsed = 0;
+    api.cuEventElapsedTime(&elapsed, start, stop);
+    prof.ms = elapsed / std::max(iterations, 1);
+    steps.push_back(prof);
+  }
+  api.cuEventDestroy(start);
+  api.cuEventDestroy(stop);
   return std::nullopt;
 }
 

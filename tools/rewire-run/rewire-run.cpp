@@ -45,6 +45,7 @@ struct Options {
   int64_t printMax = 1024;
   bool describe = false;
   std::string device; ///< cpu, cuda, or empty: the artifact's target
+  int profile = 0;    ///< --profile=N (CUDA): time each step N times
 };
 
 [[noreturn]] void die(const std::string &message, int code) {
@@ -63,6 +64,7 @@ void usage() {
                "  --rtol=R --atol=A        tolerance |got-want| <= atol + rtol*|want| (1e-5, 1e-6)\n"
                "  --benchmark=N            run N more times, print median/min/mean latency\n"
                "  --params=FILE            parameter file (default: the one the artifact names)\n"
+               "  --profile=N              CUDA: time every kernel and GEMM alone (N repetitions)\n"
                "  --device=cpu|cuda        where to run (default: the artifact's target; .onnx/.mlir\n"
                "                           models are compiled for it)\n"
                "  --print-max-elements=N   print at most N elements per result (default 1024)\n"
@@ -113,6 +115,11 @@ Options parseArgs(int argc, char **argv) {
       o.benchmark = static_cast<int>(n);
     } else if (auto v = value("params")) {
       o.params = *v;
+    } else if (auto v = value("profile")) {
+      double n = number(*v, "profile");
+      if (n != std::floor(n) || n < 1 || n > 1e6)
+        die("--profile expects a count", 1);
+      o.profile = static_cast<int>(n);
     } else if (auto v = value("device")) {
       if (*v != "cpu" && *v != "cuda")
         die("--device expects cpu or cuda, got '" + *v + "'", 1);
@@ -345,6 +352,24 @@ template <class M> int runWith(M *model, Options &o) {
       std::printf("benchmark: %s device time %.4f ms per run (CUDA events, %d replays)\n",
                   o.function.c_str(), deviceMs, o.benchmark);
     }
+  }
+
+  if constexpr (std::is_same_v<M, CudaModel>) {
+    if (o.profile > 0) {
+      std::vector<CudaModel::StepProfile> steps;
+      if (auto err = model->profile(o.function, o.profile, steps))
+        die(*err, 4);
+      double total = 0;
+      for (const auto &s : steps)
+        total += s.ms;
+      std::printf("profile: %s, %zu steps, %.4f ms in total (each step alone, mean of %d)\n",
+                  o.function.c_str(), steps.size(), total, o.profile);
+      for (const auto &s : steps)
+        std::printf("profile: %-36s %10.4f ms %10.1f MB %9.1f GB/s\n", s.what.c_str(), s.ms,
+                    s.bytes / 1e6, s.ms > 0 ? s.bytes / (s.ms * 1e6) : 0.0);
+    }
+  } else if (o.profile > 0) {
+    die("--profile needs a CUDA artifact", 1);
   }
 
   for (size_t i = 0; i < outputs.size(); ++i) {

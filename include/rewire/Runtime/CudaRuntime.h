@@ -46,6 +46,17 @@ public:
   /// (device-resident), timed with CUDA events: milliseconds per run.
   std::optional<std::string> time(const std::string &function, int iterations, double &ms);
 
+  /// One step of a schedule, timed alone.
+  struct StepProfile {
+    std::string what;  ///< kernel name, or "cublas MxNxK (batch B)"
+    double ms = 0;     ///< mean over the iterations
+    int64_t bytes = 0; ///< bytes the step's operands span (its traffic, roughly)
+  };
+  /// Times every step of `function` (run once before) separately with CUDA
+  /// events, each the mean of `iterations` back-to-back repetitions.
+  std::optional<std::string> profile(const std::string &function, int iterations,
+                                     std::vector<StepProfile> &steps);
+
   struct Impl;
 
 private:
