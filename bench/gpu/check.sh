@@ -1,0 +1,53 @@
+#!/bin/bash
+# The device check (one command, < 10 minutes on one H200): CPU-vs-GPU
+# parity of every kernel and of the tiny GPT under each residual form
+# (prepared by bench/gpu/prepare.sh), then each fused residual kernel timed
+# alone at >= 1 GB of traffic against the measured device-to-device copy,
+# PyTorch eager and torch.compile of the same equations. Results go to
+# $OUT (the device tool's output folder) or ./gpu-results.
+set -uo pipefail
+DIR=${1:-build/gpu-check}
+RES=${OUT:-$PWD/gpu-results}
+mkdir -p "$RES"
+export LD_LIBRARY_PATH="$DIR/lib:${LD_LIBRARY_PATH:-}"
+# cuBLAS from the nvidia-cublas wheel PyTorch uses, when no toolkit is on the path.
+CUBLAS=$(python3 -c "import importlib.util as u; s=u.find_spec('nvidia.cublas'); print(list(s.submodule_search_locations)[0] + '/lib')" 2>/dev/null)
+[ -n "$CUBLAS" ] && export LD_LIBRARY_PATH="$CUBLAS:$LD_LIBRARY_PATH"
+RUN="$DIR/bin/rewire-run"
+{
+  echo "# device check $(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  pass=0; fail=0
+  while read -r art fn ref atol ins; do
+    args=""
+    for i in $ins; do args="$args --input=@$DIR/parity/$i"; done
+    # --benchmark=2: the compared outputs come from a CUDA graph replay.
+    if "$RUN" "$DIR/parity/$art.rwcu" --function="$fn" $args --benchmark=2 \
+        --expected_output=@"$DIR/parity/$ref" --rtol=1e-5 --atol="$atol" > "$RES/last.txt" 2>&1; then
+      pass=$((pass+1)); echo "parity ok   $art $fn $(grep -o 'max abs diff .*' "$RES/last.txt" | head -1)"
+    else
+      fail=$((fail+1)); echo "parity FAIL $art $fn"; cat "$RES/last.txt"
+    fi
+  done < "$DIR/parity/manifest.txt"
+  echo "parity: $pass passed, $fail failed"
+} 2>&1 | tee "$RES/parity.txt"
+
+B="$DIR/bench/ops.rwcu"
+T=32768x4096xf32
+declare -A INPUTS=(
+  [add]="--input=$T=0.5 --input=$T=0.25"
+  [scale_add]="--input=$T=0.5 --input=$T=0.25 --input=4096xf32=0.1"
+  [mix3]="--input=$T=0.5 --input=$T=0.25 --input=$T=0.125 --input=2xf32=0.1"
+  [nag_add]="--input=$T=0.5 --input=$T=0.25 --input=f32=0.1 --input=32768x1xf32=0.5"
+  [layer_norm]="--input=$T=0.5 --input=4096xf32=1 --input=4096xf32=0"
+  [rms_norm]="--input=$T=0.5 --input=4096xf32=1"
+  [softmax]="--input=$T=0.5"
+)
+{
+  for fn in add scale_add mix3 nag_add layer_norm rms_norm softmax; do
+    "$RUN" "$B" --function=$fn ${INPUTS[$fn]} --benchmark=5 --profile=20 --print-max-elements=0 2>&1 \
+      | grep -E "^profile:|device time|error" | sed "s/^/rewire $fn: /"
+  done
+} 2>&1 | tee "$RES/rewire-bench.txt"
+python3 "$(dirname "$0")/torch_bench.py" 2>&1 | tee "$RES/torch-bench.txt"
+python3 "$(dirname "$0")/summarize.py" "$RES" | tee "$RES/summary.md"
