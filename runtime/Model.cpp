@@ -50,6 +50,20 @@ std::optional<std::string> parseTensorSpec(const JsonValue &v, const std::string
   return std::nullopt;
 }
 
+std::optional<std::string> findParameter(const SafetensorsMapping &mapping,
+                                         const std::string &file, const std::string &fn,
+                                         const TensorInfo &p,
+                                         const SafetensorsMapping::Tensor *&tensor) {
+  tensor = mapping.find(p.name);
+  if (!tensor)
+    return "parameter '" + p.name + "' of '" + fn + "' is not in '" + file + "'";
+  if (tensor->dtype != dtypeSafetensorsName(p.dtype) || tensor->shape != p.shape)
+    return "parameter '" + p.name + "' in '" + file + "' is " + tensor->dtype + " [" +
+           shapeString(tensor->shape) + "], the artifact expects " +
+           dtypeSafetensorsName(p.dtype) + " [" + shapeString(p.shape) + "]";
+  return std::nullopt;
+}
+
 std::string TensorInfo::typeString() const {
   HostTensor t;
   t.dtype = dtype;
@@ -185,15 +199,9 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
     for (const FunctionInfo &f : impl->functions) {
       std::vector<void *> ptrs;
       for (const TensorInfo &p : f.parameters) {
-        const SafetensorsMapping::Tensor *t = impl->mapping.find(p.name);
-        if (!t) {
-          error = "parameter '" + p.name + "' of '" + f.name + "' is not in '" + params + "'";
-          return nullptr;
-        }
-        if (t->dtype != dtypeSafetensorsName(p.dtype) || t->shape != p.shape) {
-          error = "parameter '" + p.name + "' in '" + params + "' is " + t->dtype + " [" +
-                  shapeString(t->shape) + "], the artifact expects " +
-                  dtypeSafetensorsName(p.dtype) + " [" + shapeString(p.shape) + "]";
+        const SafetensorsMapping::Tensor *t = nullptr;
+        if (auto err = findParameter(impl->mapping, params, f.name, p, t)) {
+          error = *err;
           return nullptr;
         }
         void *data = const_cast<void *>(t->data);

@@ -21,18 +21,6 @@ using namespace rewire::compiler;
 
 namespace {
 
-LogicalResult runGpuPipeline(ModuleOp module, const std::string &pipeline, StringRef what) {
-  PassManager manager(module.getContext());
-  if (passTimingEnabled())
-    manager.enableTiming();
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  if (failed(parsePassPipeline(pipeline, manager, os)))
-    return module.emitError() << "rewire-compile: cannot build the " << what
-                              << " pipeline: " << errors;
-  return manager.run(module);
-}
-
 bool hasLibdevice(const std::string &root) {
   llvm::SmallString<256> p(root);
   llvm::sys::path::append(p, "nvvm", "libdevice", "libdevice.10.bc");
@@ -59,7 +47,7 @@ LogicalResult rewire::compiler::lowerToGPU(ModuleOp module, const CompileOptions
   (void)options;
   // Private kernel functions take views as they are (inferred layouts, no
   // copies); rewire-kernels-to-gpu gives the entry points identity layouts.
-  return runGpuPipeline(
+  return runPipeline(
       module,
       "rewire-outline-kernels,canonicalize,"
       "one-shot-bufferize{bufferize-function-boundaries "
@@ -89,7 +77,7 @@ LogicalResult rewire::compiler::serializeKernels(ModuleOp module, const CompileO
       "nvvm-attach-target{chip=" + options.gpuChip + " features=+ptx80 O=3},"
       "gpu-module-to-binary{format=isa" +
       (toolkit.empty() ? std::string() : " toolkit=" + toolkit) + "}";
-  if (failed(runGpuPipeline(module, pipeline, "NVVM")))
+  if (failed(runPipeline(module, pipeline, "NVVM")))
     return failure();
   for (auto binary : module.getOps<gpu::BinaryOp>())
     for (Attribute a : binary.getObjects()) {

@@ -23,10 +23,12 @@ using namespace rewire::compiler;
 
 namespace {
 
-/// Runs `pipeline` (textual, without the builtin.module anchor) on `module`.
 bool passTiming = false;
 
-LogicalResult runPipeline(ModuleOp module, const std::string &pipeline, StringRef what) {
+} // namespace
+
+LogicalResult rewire::compiler::runPipeline(ModuleOp module, const std::string &pipeline,
+                                            StringRef what) {
   PassManager manager(module.getContext());
   if (passTiming)
     manager.enableTiming();
@@ -37,6 +39,8 @@ LogicalResult runPipeline(ModuleOp module, const std::string &pipeline, StringRe
                               << " pipeline: " << errors;
   return manager.run(module);
 }
+
+namespace {
 
 /// MLIR's spelling of an element type ("f32", "i64", "i1").
 std::optional<std::string> dtypeOf(Type t) {

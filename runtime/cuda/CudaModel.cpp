@@ -7,6 +7,7 @@
 
 #include "Artifact.h"
 #include "Driver.h"
+#include "../Specs.h"
 #include "rewire/Support/CudaArtifact.h"
 #include "rewire/Support/Safetensors.h"
 
@@ -280,15 +281,9 @@ std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std:
       for (const TensorInfo &p : f.parameters) {
         if (uploaded.count(p.name))
           continue;
-        const SafetensorsMapping::Tensor *t = mapping.find(p.name);
-        if (!t) {
-          error = "parameter '" + p.name + "' of '" + f.name + "' is not in '" + params + "'";
-          return nullptr;
-        }
-        if (t->dtype != dtypeSafetensorsName(p.dtype) || t->shape != p.shape) {
-          error = "parameter '" + p.name + "' in '" + params + "' is " + t->dtype + " [" +
-                  shapeString(t->shape) + "], the artifact expects " +
-                  dtypeSafetensorsName(p.dtype) + " [" + shapeString(p.shape) + "]";
+        const SafetensorsMapping::Tensor *t = nullptr;
+        if (auto err = findParameter(mapping, params, f.name, p, t)) {
+          error = *err;
           return nullptr;
         }
         CUdeviceptr d;

@@ -87,6 +87,7 @@ void usage() {
          "  --plot=FILE.png                    loss curves (training, validation, per depth),\n"
          "                                     redrawn at each checkpoint and at the end\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
+         "  --device=cpu             (cuda: not yet, see docs/cuda.md)\n"
          "  --stop-after=N                     stop (and checkpoint) after step N of --steps; the\n"
          "                                     schedule still spans --steps (resume to go on)\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
@@ -162,7 +163,15 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("seed")) o.seed = count(*v, "seed");
     else if (a == "--shuffle") o.shuffle = true;
     else if (a == "--resume") o.resume = true;
-    else if (a.rfind("-", 0) == 0) die("unknown option '" + a + "' (see --help)", 1);
+    else if (auto v = val("device")) {
+      if (*v == "cuda")
+        die("--device=cuda: training on the GPU is not available yet (train steps of models "
+            "with embeddings do not compile for CUDA: nn.scatter_add has no kernel; see "
+            "docs/cuda.md); train with --device=cpu",
+            1);
+      if (*v != "cpu")
+        die("--device expects cpu or cuda, got '" + *v + "'", 1);
+    } else if (a.rfind("-", 0) == 0) die("unknown option '" + a + "' (see --help)", 1);
     else if (o.model.empty()) o.model = a;
     else die("more than one model given", 1);
   }

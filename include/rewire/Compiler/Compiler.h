@@ -84,6 +84,11 @@ struct ParameterSource {
   std::vector<float> dense;
 };
 
+/// Runs `pipeline` (textual, without the builtin.module anchor) on
+/// `module`, with pass timing when enabled; `what` names it in errors.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &pipeline,
+                                llvm::StringRef what);
+
 /// Print MLIR's pass timing report after every pipeline (rewire-compile
 /// --timing).
 void setPassTiming(bool enable);

@@ -148,17 +148,7 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     for (unsigned i = 0; i < accs.size(); ++i)
       if (accs[i])
         m.map(body.getArgument(numInputs + i), accs[i]);
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        m.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      b.clone(inner, m);
-    }
-    SmallVector<Value> out;
-    for (Value y : body.getTerminator()->getOperands())
-      out.push_back(m.lookupOrDefault(y));
-    return out;
+    return clonePayload(b, body, m, [&](unsigned d) { return ivs[d]; });
   };
 
   SmallVector<Value> results;

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <array>
 
@@ -43,6 +44,13 @@ mlir::FailureOr<Launch> emitRowKernel(mlir::func::FuncOp kernel,
 mlir::FailureOr<Launch> emitGenericKernel(mlir::linalg::GenericOp op,
                                           llvm::ArrayRef<mlir::Value> operands,
                                           mlir::gpu::GPUModuleOp module, llvm::StringRef name);
+
+/// Clones `body`'s payload (all but the yield) at `b` with `m` mapping its
+/// block arguments and outside values; each linalg.index takes
+/// `index(dim)`. Returns the yielded values.
+llvm::SmallVector<mlir::Value> clonePayload(mlir::OpBuilder &b, mlir::Block &body,
+                                            mlir::IRMapping &m,
+                                            llvm::function_ref<mlir::Value(unsigned)> index);
 
 /// The combiner of a reduction output: the op in `body` that folds the
 /// payload into the accumulator block argument `acc`, and its gpu kind.

@@ -23,6 +23,21 @@ using namespace mlir;
 
 namespace rewire::gpu {
 
+SmallVector<Value> clonePayload(OpBuilder &b, Block &body, IRMapping &m,
+                                llvm::function_ref<Value(unsigned)> index) {
+  for (Operation &inner : body.without_terminator()) {
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
+      m.map(idx.getResult(), index(idx.getDim()));
+      continue;
+    }
+    b.clone(inner, m);
+  }
+  SmallVector<Value> out;
+  for (Value y : body.getTerminator()->getOperands())
+    out.push_back(m.lookupOrDefault(y));
+  return out;
+}
+
 FailureOr<Combiner> findCombiner(Block &body, unsigned output) {
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   unsigned numInputs = body.getNumArguments() - yield.getNumOperands();
@@ -405,20 +420,10 @@ LogicalResult RowEmitter::emitGeneric(linalg::GenericOp op) {
       if (!operands[i].empty())
         m.map(body.getArgument(i), operands[i][lane]);
     }
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        uint64_t d = index.getDim();
-        Value iv = d < rows.size() ? rowIndex[d]
-                                   : arith::AddIOp::create(b, loc, cols[k], constIndex(v)).getResult();
-        m.map(index.getResult(), iv);
-        continue;
-      }
-      b.clone(inner, m);
-    }
-    SmallVector<Value> out;
-    for (Value y : body.getTerminator()->getOperands())
-      out.push_back(m.lookupOrDefault(y));
-    return out;
+    return clonePayload(b, body, m, [&](unsigned d) -> Value {
+      return d < rows.size() ? rowIndex[d]
+                             : arith::AddIOp::create(b, loc, cols[k], constIndex(v)).getResult();
+    });
   };
 
   unsigned numOutputs = op.getNumDpsInits();
