@@ -17,19 +17,7 @@ RUN="$DIR/bin/rewire-run"
 {
   echo "# device check $(date -u +%Y-%m-%dT%H:%MZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  pass=0; fail=0
-  while read -r art fn ref atol ins; do
-    args=""
-    for i in $ins; do args="$args --input=@$DIR/parity/$i"; done
-    # --benchmark=2: the compared outputs come from a CUDA graph replay.
-    if "$RUN" "$DIR/parity/$art.rwcu" --function="$fn" $args --benchmark=2 \
-        --expected_output=@"$DIR/parity/$ref" --rtol=1e-5 --atol="$atol" > "$RES/last.txt" 2>&1; then
-      pass=$((pass+1)); echo "parity ok   $art $fn $(grep -o 'max abs diff .*' "$RES/last.txt" | head -1)"
-    else
-      fail=$((fail+1)); echo "parity FAIL $art $fn"; cat "$RES/last.txt"
-    fi
-  done < "$DIR/parity/manifest.txt"
-  echo "parity: $pass passed, $fail failed"
+  python3 "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
 } 2>&1 | tee "$RES/parity.txt"
 
 B="$DIR/bench/ops.rwcu"

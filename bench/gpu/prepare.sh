@@ -23,10 +23,45 @@ for f in $forms; do
   "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math $flags -o "$OUT/parity/gpt-$f.rwx"
   "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda $flags -o "$OUT/parity/gpt-$f.rwcu"
 done
+# A whole AdamW train step of the tiny GPT (forward, backward, optimizer).
+"$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math --train=adamw -o "$OUT/parity/gpt-train.rwx"
+"$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda --train=adamw -o "$OUT/parity/gpt-train.rwcu"
 $PY - "$OUT/parity" "$ROOT" "$forms" <<'PYEOF'
 import os, subprocess, sys
 import numpy as np
 out, root, forms = sys.argv[1], sys.argv[2], sys.argv[3].split()
+
+
+def train_inputs(rng):
+    """train_step's inputs by name: token ids, soft targets, AdamW state
+    (v >= 0), positive bias corrections and learning rate, small weights."""
+    desc = subprocess.run([root + "/build/bin/rewire-run", out + "/gpt-train.rwx", "--describe"],
+                          capture_output=True, text=True, check=True).stdout
+    section = desc.split("function train_step")[1].split("function ")[0]
+    arrays = []
+    for line in section.splitlines():
+        line = line.strip()
+        if not line.startswith("input "):
+            continue
+        name, ty = line[len("input "):].strip().rsplit(": ", 1)
+        *dims, dt = ty.split("x")
+        shape = tuple(int(d) for d in dims)
+        if dt == "i64":
+            a = rng.integers(0, 64, size=shape).astype(np.int64)
+        elif name == "target":
+            z = np.exp(rng.standard_normal(shape))
+            a = (z / z.sum(-1, keepdims=True)).astype(np.float32)
+        elif name.endswith(":v"):
+            a = (np.abs(rng.standard_normal(shape)) * 1e-3).astype(np.float32)
+        elif name.endswith(":m"):
+            a = (rng.standard_normal(shape) * 1e-3).astype(np.float32)
+        elif name in ("lr", "bias_correction1", "bias_correction2"):
+            a = np.full(shape, {"lr": 1e-3}.get(name, 0.5), np.float32)
+        else:
+            a = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        arrays.append(a)
+    return arrays
+
 rng = np.random.default_rng(0)
 cases = []
 listing = subprocess.run([sys.executable, root + "/test/GPU/Inputs/row_ops.py", "--list"],
@@ -36,21 +71,30 @@ for line in listing.splitlines():
     cases.append(("ops", name, [("f32", () if s == "scalar" else tuple(int(d) for d in s.split("x"))) for s in shapes]))
 for f in forms:
     cases.append(("gpt-" + f, "forward", [("i64", (2, 8))]))
+cases.append(("gpt-train", "train_step", None))
 with open(out + "/manifest.txt", "w") as man:
     for art, fn, specs in cases:
         label = art + "." + fn
         ins = []
-        for i, (dt, shape) in enumerate(specs):
+        arrays = train_inputs(rng) if specs is None else [
+            rng.integers(0, 64, size=shape).astype(np.int64) if dt == "i64"
+            else rng.standard_normal(shape).astype(np.float32) for dt, shape in specs]
+        for i, a in enumerate(arrays):
             p = "%s/%s.in%d.npy" % (out, label, i)
-            np.save(p, rng.integers(0, 64, size=shape).astype(np.int64) if dt == "i64"
-                    else rng.standard_normal(shape).astype(np.float32))
+            np.save(p, a)
             ins.append(os.path.basename(p))
-        ref = "%s/%s.ref.npy" % (out, label)
+        # Every output is a reference (train_step: the loss, every updated
+        # weight and optimizer state).
+        desc = subprocess.run([root + "/build/bin/rewire-run", "%s/%s.rwx" % (out, art), "--describe"],
+                              capture_output=True, text=True, check=True).stdout
+        section = desc.split("function " + fn + "\n")[1].split("\nfunction ")[0]
+        nout = sum(1 for l in section.splitlines() if l.strip().startswith("output "))
+        refs = ["%s.ref%d.npy" % (label, i) for i in range(nout)]
         subprocess.run([root + "/build/bin/rewire-run", "%s/%s.rwx" % (out, art), "--function=" + fn,
-                        "--output=@" + ref, "--print-max-elements=0"] + ["--input=@%s/%s" % (out, x) for x in ins],
+                        "--print-max-elements=0"] + ["--output=@%s/%s" % (out, r) for r in refs]
+                       + ["--input=@%s/%s" % (out, x) for x in ins],
                        check=True, stdout=subprocess.DEVNULL)
-        scale = float(np.max(np.abs(np.load(ref))))
-        man.write("%s %s %s %.9g %s\n" % (art, fn, os.path.basename(ref), 1e-5 * scale, " ".join(ins)))
+        man.write("%s %s %s %s\n" % (art, fn, ",".join(refs), " ".join(ins)))
 PYEOF
 # The CPU artifacts stay here (the .rwcu files share their parameter files).
 rm -f "$OUT"/parity/*.rwx

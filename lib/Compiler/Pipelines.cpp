@@ -221,7 +221,9 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
   // No cse here: it merges the `tensor.empty` + zero `linalg.fill` inits of
   // different ops, and one-shot bufferization then copies the shared buffer
   // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
-  std::string pipeline = "func.func(convert-nn-to-linalg,convert-residual-to-linalg,canonicalize";
+  std::string pipeline = std::string("func.func(convert-nn-to-linalg") +
+                         (options.cuda ? "{scatter-as-reduction}" : "") +
+                         ",convert-residual-to-linalg,canonicalize";
   if (options.optLevel > 0)
     pipeline += ",rewire-fuse-elementwise,canonicalize";
   if (options.optLevel > 1 && !options.preciseMath)

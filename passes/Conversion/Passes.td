@@ -56,7 +56,19 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
     `nn.attention` expands to a scores contraction (k read transposed through
     its map), one scale + causal-mask generic, softmax and a matmul. Static
     shapes only.
+
+    `scatter_add` (an embedding's gradient) is an `scf.for` over the index
+    positions adding each row into the table (O(N·D)); with
+    `scatter-as-reduction` it is instead one reduction `linalg.generic` over
+    table rows x features x positions that adds the updates whose index
+    matches (O(V·D·N), no loop on the host, every table element a
+    sequential sum in position order: the same result as the loop). The
+    CUDA target uses the latter.
   }];
+  let options = [
+    Option<"scatterAsReduction", "scatter-as-reduction", "bool", "false",
+           "Lower scatter_add to one comparison reduction instead of a loop">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

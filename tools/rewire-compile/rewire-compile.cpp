@@ -173,6 +173,7 @@ int main(int argc, char **argv) {
   // GPUs have exp/tanh in hardware (MUFU) and libdevice: no polynomials.
   if (cuda)
     options.preciseMath = true;
+  options.cuda = cuda;
   options.cudaPath = cudaPath;
 
   std::string output = outputPath;

@@ -165,9 +165,9 @@ Options parse(int argc, char **argv) {
     else if (a == "--resume") o.resume = true;
     else if (auto v = val("device")) {
       if (*v == "cuda")
-        die("--device=cuda: training on the GPU is not available yet (train steps of models "
-            "with embeddings do not compile for CUDA: nn.scatter_add has no kernel; see "
-            "docs/cuda.md); train with --device=cpu",
+        die("--device=cuda: the training loop does not run on the GPU yet (train steps compile "
+            "for CUDA and rewire-run --function=train_step runs one; see docs/cuda.md); train "
+            "with --device=cpu",
             1);
       if (*v != "cpu")
         die("--device expects cpu or cuda, got '" + *v + "'", 1);

@@ -57,6 +57,8 @@ struct CompileOptions {
   /// --target=cuda: the GPU architecture and the CUDA toolkit (empty: found
   /// by findCudaToolkit).
   std::string gpuChip = "sm_90";
+  /// Lowering for the CUDA target (no host loops: scatter_add as a reduction).
+  bool cuda = false;
   std::string cudaPath;
 };
 

@@ -756,6 +756,7 @@ struct GemmLowering : OpConversionPattern<nn::GemmOp> {
 
 struct ConvertNNToLinalgPass
     : public rewire::impl::ConvertNNToLinalgBase<ConvertNNToLinalgPass> {
+  using ConvertNNToLinalgBase::ConvertNNToLinalgBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -775,7 +776,7 @@ struct ConvertNNToLinalgPass
                  GemmLowering>(ctx);
     populateNNDataMovementLowerings(patterns);
     populateNNAttentionLowering(patterns);
-    populateNNTrainingLowerings(patterns);
+    populateNNTrainingLowerings(patterns, scatterAsReduction);
     populateNNWindowGradientLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();

@@ -26,7 +26,8 @@ mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 void populateNNDataMovementLowerings(mlir::RewritePatternSet &patterns);
 
 /// cross_entropy, cross_entropy_grad, scatter_add.
-void populateNNTrainingLowerings(mlir::RewritePatternSet &patterns);
+void populateNNTrainingLowerings(mlir::RewritePatternSet &patterns,
+                                 bool scatterAsReduction = false);
 
 /// conv_input_grad, conv_weight_grad, max_pool_grad.
 void populateNNWindowGradientLowerings(mlir::RewritePatternSet &patterns);

@@ -212,7 +212,40 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
 };
 
 struct ScatterAddLowering : OpConversionPattern<nn::ScatterAddOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ScatterAddLowering(MLIRContext *ctx, bool asReduction)
+      : OpConversionPattern(ctx), asReduction(asReduction) {}
+  bool asReduction;
+
+  /// table[v, c] = sum over j of (wrap(idx[j]) == v ? upd[j, c] : 0), j in
+  /// order: one reduction generic (rows x features x positions).
+  Value reduction(ConversionPatternRewriter &rw, Location loc, Value idx, Value upd,
+                  Value table, int64_t v) const {
+    MLIRContext *ctx = rw.getContext();
+    AffineExpr d0, d1, d2;
+    bindDims(ctx, d0, d1, d2);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {d2}, ctx),
+                                   AffineMap::get(3, 0, {d2, d1}, ctx),
+                                   AffineMap::get(3, 0, {d0, d1}, ctx)};
+    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                              utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    return linalg::GenericOp::create(
+               rw, loc, table.getType(), ValueRange{idx, upd}, ValueRange{table}, maps, iters,
+               [&](OpBuilder &b, Location l, ValueRange x) {
+                 Type it = x[0].getType();
+                 Value vv = arith::ConstantOp::create(b, l, b.getIntegerAttr(it, v));
+                 Value zero = arith::ConstantOp::create(b, l, b.getIntegerAttr(it, 0));
+                 Value wrapped = arith::SelectOp::create(
+                     b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, x[0], zero),
+                     arith::AddIOp::create(b, l, x[0], vv), x[0]);
+                 Value row = arith::IndexCastOp::create(b, l, it, linalg::IndexOp::create(b, l, 0));
+                 Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, wrapped, row);
+                 Value sum = arith::AddFOp::create(b, l, x[2], x[1]);
+                 linalg::YieldOp::create(b, l, Value(arith::SelectOp::create(b, l, hit, sum, x[2])));
+               })
+        .getResult(0);
+  }
+
   LogicalResult matchAndRewrite(nn::ScatterAddOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rw) const override {
     auto rt = cast<RankedTensorType>(op.getType());
@@ -228,6 +261,10 @@ struct ScatterAddLowering : OpConversionPattern<nn::ScatterAddOp> {
     Value idx = rows1d(rw, loc, a.getIndices(), n);
     Value table = tensor::EmptyOp::create(rw, loc, tableType.getShape(), elt);
     table = linalg::FillOp::create(rw, loc, floatConstant(rw, loc, elt, 0.0), table).getResult(0);
+    if (asReduction) {
+      rw.replaceOp(op, reshapeStatic(rw, loc, reduction(rw, loc, idx, upd, table, v), rt));
+      return success();
+    }
     Value c0 = arith::ConstantIndexOp::create(rw, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(rw, loc, 1);
     Value cn = arith::ConstantIndexOp::create(rw, loc, n);
@@ -275,7 +312,7 @@ struct ScatterAddLowering : OpConversionPattern<nn::ScatterAddOp> {
 
 } // namespace
 
-void rewire::populateNNTrainingLowerings(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering, ScatterAddLowering>(
-      patterns.getContext());
+void rewire::populateNNTrainingLowerings(RewritePatternSet &patterns, bool scatterAsReduction) {
+  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering>(patterns.getContext());
+  patterns.add<ScatterAddLowering>(patterns.getContext(), scatterAsReduction);
 }
