@@ -20,6 +20,19 @@ RUN="$DIR/bin/rewire-run"
   python3 "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
 } 2>&1 | tee "$RES/parity.txt"
 
+# Training: 20 AdamW steps on the GPU against the CPU's loss curve.
+{
+  flags=$(sed "s|--data=[^ ]*|--data=$DIR/train/tokens.bin|" "$DIR/train/flags.txt")
+  "$DIR/bin/rewire-train" "$DIR/train/model.rwx" --device=cuda $flags --metrics="$RES/gpu-train.csv" 2>&1 | tail -2
+  python3 -c "
+import numpy as np
+c = np.loadtxt('$DIR/train/cpu.csv', delimiter=',', skiprows=1)[:, 1]
+g = np.loadtxt('$RES/gpu-train.csv', delimiter=',', skiprows=1)[:, 1]
+d = float(np.max(np.abs(c - g) / np.abs(c)))
+print('train: %d steps, loss %.5f -> %.5f (CPU %.5f -> %.5f), max rel diff %.2e: %s' % (len(g), g[0], g[-1], c[0], c[-1], d, 'ok' if len(g) == len(c) and d < 1e-4 else 'FAIL'))
+"
+} 2>&1 | tee "$RES/train.txt"
+
 B="$DIR/bench/ops.rwcu"
 T=32768x4096xf32
 declare -A INPUTS=(

@@ -11,7 +11,7 @@ BIN=$ROOT/build/bin
 PY=/usr/bin/python3
 export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 rm -rf "$OUT" && mkdir -p "$OUT"/{bin,lib,parity,bench}
-cp "$BIN/rewire-run" "$OUT/bin/" && cp "$ROOT/build/lib/librewire_runtime.so" "$OUT/lib/"
+cp "$BIN/rewire-run" "$BIN/rewire-train" "$OUT/bin/" && cp "$ROOT/build/lib/librewire_runtime.so" "$OUT/lib/"
 
 # Parity: every row op, CPU (libm) reference outputs next to the inputs.
 $PY "$ROOT/test/GPU/Inputs/row_ops.py" > "$OUT/parity/ops.mlir"
@@ -98,6 +98,20 @@ with open(out + "/manifest.txt", "w") as man:
 PYEOF
 # The CPU artifacts stay here (the .rwcu files share their parameter files).
 rm -f "$OUT"/parity/*.rwx
+
+# Training: 20 AdamW steps of the tiny GPT on the CPU (the reference curve),
+# and the CUDA train-step artifact rewire-train --device=cuda compiles (taken
+# from its compile cache: the device has no compiler).
+mkdir -p "$OUT/train"
+$PY -c "import numpy as np; np.random.default_rng(0).integers(0, 64, 4000).astype(np.uint16).tofile('$OUT/train/tokens.bin')"
+TRAIN_FLAGS="--data=$OUT/train/tokens.bin --optimizer=adamw --lr=3e-3 --steps=20"
+"$BIN/rewire-train" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" $TRAIN_FLAGS --metrics="$OUT/train/cpu.csv" > /dev/null
+REWIRE_CACHE_DIR="$OUT/train/cache" REWIRE_LIBCUDA=/nonexistent "$BIN/rewire-train" \
+  "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --device=cuda $TRAIN_FLAGS > /dev/null 2>&1 || true
+cached=$(dirname "$(find "$OUT/train/cache" -name model.rwx | head -1)")
+cp "$cached/model.rwx" "$OUT/train/model.rwx" && cp "$cached"/model.params.safetensors "$OUT/train/"
+rm -rf "$OUT/train/cache"
+echo "$TRAIN_FLAGS" > "$OUT/train/flags.txt"
 
 # Benchmark: the fused kernels at >= 1 GB of traffic each.
 $PY "$ROOT/bench/gpu/bench_ops.py" > "$OUT/bench/ops.mlir"

@@ -223,9 +223,9 @@ std::optional<std::string> readArtifact(const std::string &path, Artifact &a) {
     return "'" + path + "' is truncated or corrupt (its sizes exceed the file)";
   a.blob = a.file.data() + h.blobOffset;
   a.blobSize = h.blobSize;
-  std::string meta = a.file.substr(sizeof(h), h.metadataSize);
+  a.metadata = a.file.substr(sizeof(h), h.metadataSize);
   JsonValue root;
-  if (auto err = parseJson(meta, root))
+  if (auto err = parseJson(a.metadata, root))
     return "'" + path + "': invalid metadata: " + *err;
   const JsonValue *format = root.get("format"), *chip = root.get("chip"),
                   *params = root.get("parameters_file"), *images = root.get("images"),

@@ -54,7 +54,7 @@ struct Image {
 
 struct Artifact {
   std::string file; ///< the whole file; images and constants point into it
-  std::string chip, parametersFile;
+  std::string chip, parametersFile, metadata;
   const char *blob = nullptr;
   size_t blobSize = 0;
   std::vector<Image> images;

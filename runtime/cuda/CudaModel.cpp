@@ -140,6 +140,7 @@ const FunctionInfo *CudaModel::function(const std::string &name) const {
   return nullptr;
 }
 std::string CudaModel::device() const { return impl->deviceText; }
+const std::string &CudaModel::metadata() const { return impl->artifact.metadata; }
 
 std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std::string &error,
                                            const std::string &parametersPath) {
@@ -380,22 +381,43 @@ std::optional<std::string> CudaModel::Impl::enqueue(size_t index, int only) {
 std::optional<std::string> CudaModel::run(const std::string &function,
                                           const std::vector<HostTensor> &inputs,
                                           std::vector<HostTensor> &outputs) {
+  const FunctionInfo *info = this->function(function);
+  if (!info)
+    return "the artifact has no function '" + function + "'";
+  if (auto err = checkInputs(*info, inputs))
+    return err;
+  outputs.clear();
+  std::vector<const void *> in;
+  std::vector<void *> out;
+  for (const HostTensor &t : inputs)
+    in.push_back(t.data.data());
+  for (const TensorInfo &o : info->outputs) {
+    HostTensor t;
+    t.dtype = o.dtype;
+    t.shape = o.shape;
+    t.data.assign(static_cast<size_t>(o.byteSize()), 0);
+    outputs.push_back(std::move(t));
+  }
+  for (HostTensor &t : outputs)
+    out.push_back(t.data.data());
+  return runRaw(function, in.data(), out.data());
+}
+
+std::optional<std::string> CudaModel::runRaw(const std::string &function,
+                                             const void *const *inputs, void *const *outputs) {
   size_t index = 0;
   while (index < impl->infos.size() && impl->infos[index].name != function)
     ++index;
   if (index == impl->infos.size())
     return "the artifact has no function '" + function + "'";
   const FunctionInfo &info = impl->infos[index];
-  if (auto err = checkInputs(info, inputs))
-    return err;
   const DriverApi &api = *impl->api;
   api.cuCtxSetCurrent(impl->context);
   const Function &f = impl->artifact.functions[index];
   Prepared &p = impl->prepared[index];
   for (size_t b = 0; b < f.buffers.size(); ++b)
-    if (f.buffers[b].kind == BufferDesc::Kind::input)
-      if (auto err = impl->check(api.cuMemcpyHtoDAsync(p.base[b],
-                                                        inputs[f.buffers[b].index].data.data(),
+    if (f.buffers[b].kind == BufferDesc::Kind::input && f.buffers[b].bytes > 0)
+      if (auto err = impl->check(api.cuMemcpyHtoDAsync(p.base[b], inputs[f.buffers[b].index],
                                                         f.buffers[b].bytes, impl->stream),
                                  "cannot upload input " + std::to_string(f.buffers[b].index)))
         return err;
@@ -407,18 +429,15 @@ std::optional<std::string> CudaModel::run(const std::string &function,
     if (auto err = impl->enqueue(index))
       return err;
   }
-  outputs.clear();
   for (size_t i = 0; i < info.outputs.size(); ++i) {
-    HostTensor t;
-    t.dtype = info.outputs[i].dtype;
-    t.shape = info.outputs[i].shape;
-    t.data.assign(static_cast<size_t>(info.outputs[i].byteSize()), 0);
     auto [buffer, offset] = f.results[i];
-    if (auto err = impl->check(api.cuMemcpyDtoHAsync(t.data.data(), p.base[buffer] + offset,
-                                                     t.data.size(), impl->stream),
+    size_t bytes = static_cast<size_t>(info.outputs[i].byteSize());
+    if (bytes == 0)
+      continue;
+    if (auto err = impl->check(api.cuMemcpyDtoHAsync(outputs[i], p.base[buffer] + offset, bytes,
+                                                     impl->stream),
                                "cannot download output " + std::to_string(i)))
       return err;
-    outputs.push_back(std::move(t));
   }
   if (auto err = impl->check(api.cuStreamSynchronize(impl->stream), "'" + function + "' failed"))
     return err;

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Plot/Plot.h"
+#include "rewire/Runtime/CudaRuntime.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/Json.h"
@@ -57,7 +58,7 @@ namespace {
 struct Options {
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
       checkpoint, output, residual, frozen, depthWeights, plot, params, data, text, tokenDtype = "uint16", loss, exportOnnx,
-      valData, valInputs, valTargets, jsonl;
+      valData, valInputs, valTargets, jsonl, device; ///< device: cpu, cuda, or "" (the artifact's)
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
   int64_t steps = 100, stopAfter = -1, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
@@ -87,7 +88,8 @@ void usage() {
          "  --plot=FILE.png                    loss curves (training, validation, per depth),\n"
          "                                     redrawn at each checkpoint and at the end\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
-         "  --device=cpu             (cuda: not yet, see docs/cuda.md)\n"
+         "  --device=cpu|cuda        where train_step runs (cuda: compiled with --target=cuda;\n"
+         "                           weights and state cross the bus every step, docs/cuda.md)\n"
          "  --stop-after=N                     stop (and checkpoint) after step N of --steps; the\n"
          "                                     schedule still spans --steps (resume to go on)\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
@@ -164,13 +166,9 @@ Options parse(int argc, char **argv) {
     else if (a == "--shuffle") o.shuffle = true;
     else if (a == "--resume") o.resume = true;
     else if (auto v = val("device")) {
-      if (*v == "cuda")
-        die("--device=cuda: the training loop does not run on the GPU yet (train steps compile "
-            "for CUDA and rewire-run --function=train_step runs one; see docs/cuda.md); train "
-            "with --device=cpu",
-            1);
-      if (*v != "cpu")
+      if (*v != "cpu" && *v != "cuda")
         die("--device expects cpu or cuda, got '" + *v + "'", 1);
+      o.device = *v;
     } else if (a.rfind("-", 0) == 0) die("unknown option '" + a + "' (see --help)", 1);
     else if (o.model.empty()) o.model = a;
     else die("more than one model given", 1);
@@ -258,38 +256,10 @@ void gather(const HostTensor &data, const std::vector<int64_t> &rows, HostTensor
 
 } // namespace
 
-int main(int argc, char **argv) {
-  Options o = parse(argc, argv);
-  bool tokens = !o.data.empty() || !o.text.empty();
-  std::string artifact = o.model;
-  if (o.model.size() > 4 && o.model.compare(o.model.size() - 4, 4, ".rwx") != 0) {
-    std::string spec = o.optimizer + ":loss=" + o.loss;
-    char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  ",momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g,clip=%.17g",
-                  o.momentum, o.weightDecay, o.beta1, o.beta2, o.eps, o.clip);
-    spec += buf;
-    if (!o.frozen.empty()) {
-      std::string f = o.frozen;
-      std::replace(f.begin(), f.end(), ',', '+');
-      spec += ",frozen=" + f;
-    }
-    if (o.gradNorms)
-      spec += ",grad-norms=true";
-    if (!o.depthWeights.empty()) {
-      std::string w = o.depthWeights;
-      std::replace(w.begin(), w.end(), ',', '+');
-      spec += ",depth-weights=" + w;
-    }
-    std::vector<std::string> flags = {"--train=" + spec};
-    if (!o.residual.empty())
-      flags.push_back("--residual=" + o.residual);
-    artifact = tools::compileCached(o.model, flags, die);
-  }
-  std::string error;
-  auto model = Model::load(artifact, error);
-  if (!model)
-    die(error, 4);
+/// The training loop over a loaded model (CPU Model or CudaModel: both
+/// run entry points on host buffers through runRaw).
+template <class M>
+int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   const FunctionInfo *train = model->function("train_step");
   if (!train)
     die("'" + artifact + "' has no train_step; compile it with rewire-compile --train", 4);
@@ -826,4 +796,57 @@ int main(int argc, char **argv) {
       ::unlink(trained.c_str());
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  Options o = parse(argc, argv);
+  bool tokens = !o.data.empty() || !o.text.empty();
+  std::string artifact = o.model;
+  auto endsWith = [&](const char *ext) {
+    size_t n = std::strlen(ext);
+    return o.model.size() > n && o.model.compare(o.model.size() - n, n, ext) == 0;
+  };
+  if (!endsWith(".rwx") && !endsWith(".rwcu")) {
+    std::string spec = o.optimizer + ":loss=" + o.loss;
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  ",momentum=%.17g,weight-decay=%.17g,beta1=%.17g,beta2=%.17g,eps=%.17g,clip=%.17g",
+                  o.momentum, o.weightDecay, o.beta1, o.beta2, o.eps, o.clip);
+    spec += buf;
+    if (!o.frozen.empty()) {
+      std::string f = o.frozen;
+      std::replace(f.begin(), f.end(), ',', '+');
+      spec += ",frozen=" + f;
+    }
+    if (o.gradNorms)
+      spec += ",grad-norms=true";
+    if (!o.depthWeights.empty()) {
+      std::string w = o.depthWeights;
+      std::replace(w.begin(), w.end(), ',', '+');
+      spec += ",depth-weights=" + w;
+    }
+    std::vector<std::string> flags = {"--train=" + spec};
+    if (!o.residual.empty())
+      flags.push_back("--residual=" + o.residual);
+    if (o.device == "cuda")
+      flags.push_back("--target=cuda");
+    artifact = tools::compileCached(o.model, flags, die);
+  }
+  std::string error;
+  bool cudaArtifact = isCudaArtifact(artifact);
+  if (o.device == "cuda" && !cudaArtifact)
+    die("'" + artifact + "' is not a CUDA artifact; compile it with rewire-compile --target=cuda "
+        "--train=..., or train with --device=cpu", 1);
+  if (cudaArtifact && o.device == "cpu")
+    die("'" + artifact + "' is a CUDA artifact: train with --device=cuda", 1);
+  if (cudaArtifact) {
+    auto model = CudaModel::load(artifact, error);
+    if (!model)
+      die(error, 4);
+    return train(model.get(), o, artifact, tokens);
+  }
+  auto model = Model::load(artifact, error);
+  if (!model)
+    die(error, 4);
+  return train(model.get(), o, artifact, tokens);
 }

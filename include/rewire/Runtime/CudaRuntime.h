@@ -37,10 +37,19 @@ public:
   /// "NVIDIA H200, sm_90, 132 SMs, 140 GiB; image: cubin".
   std::string device() const;
 
+  /// The artifact's metadata JSON (format, chip, parameters_file, ...).
+  const std::string &metadata() const;
+
   /// Uploads `inputs`, runs `function`, downloads `outputs` (synchronous).
   std::optional<std::string> run(const std::string &function,
                                  const std::vector<HostTensor> &inputs,
                                  std::vector<HostTensor> &outputs);
+
+  /// As run, with caller-owned host buffers, dense row-major of the
+  /// declared shapes (Model::runRaw's contract): every input is uploaded and
+  /// every output downloaded on each call.
+  std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
+                                    void *const *outputs);
 
   /// Runs `function` `iterations` times on the inputs of the last run
   /// (device-resident), timed with CUDA events: milliseconds per run.
