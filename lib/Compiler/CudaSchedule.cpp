@@ -217,7 +217,8 @@ LogicalResult Scheduler::gemm(linalg::GenericOp op) {
                   ",\"ob\":" + std::to_string(l[1].offset) + ",\"oc\":" +
                   std::to_string(l[2].offset) + ",\"batch\":" + std::to_string(count) +
                   ",\"sa\":" + std::to_string(sa) + ",\"sb\":" + std::to_string(sb) +
-                  ",\"sc\":" + std::to_string(sc) + "}";
+                  ",\"sc\":" + std::to_string(sc) +
+                  ",\"beta\":" + (op->hasAttr("rewire.beta_zero") ? "0" : "1") + "}";
   steps.push_back(s);
   return success();
 }

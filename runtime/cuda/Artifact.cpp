@@ -164,6 +164,12 @@ std::optional<std::string> readFunction(const JsonValue &f, const Artifact &a, F
           st.n > 0x7fffffff || st.k > 0x7fffffff || st.batch < 1 || st.batch > 0x7fffffff)
         return where + ": a gemm has invalid operands";
       st.ta = *ta, st.tb = *tb;
+      if (s.get("beta")) {
+        auto beta = integer(s, "beta", 0, 1);
+        if (!beta)
+          return where + ": a gemm's beta is neither 0 nor 1";
+        st.beta = static_cast<float>(*beta);
+      }
       // The last element each operand reaches must lie in its buffer.
       auto fits = [&](int buf, int64_t offset, int64_t rows, int64_t cols, int64_t ld,
                       int64_t stride) {

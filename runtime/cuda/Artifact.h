@@ -34,6 +34,7 @@ struct Step {
   // gemm (row-major C[b] += op(A[b]) op(B[b]); offsets and strides in f32s)
   int a = -1, b = -1, c = -1;
   bool ta = false, tb = false;
+  float beta = 1; ///< 0: C is overwritten (its zero fill was folded in), 1: accumulated
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, oa = 0, ob = 0, oc = 0, batch = 1,
           sa = 0, sb = 0, sc = 0;
 };

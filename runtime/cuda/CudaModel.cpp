@@ -368,7 +368,7 @@ std::optional<std::string> CudaModel::Impl::enqueue(size_t index, int only) {
     int status = blas->cublasSgemmStridedBatched(
         handle, s.tb ? kCublasOpT : kCublasOpN, s.ta ? kCublasOpT : kCublasOpN,
         static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k), &one, at(s.b, s.ob),
-        static_cast<int>(s.ldb), s.sb, at(s.a, s.oa), static_cast<int>(s.lda), s.sa, &one,
+        static_cast<int>(s.ldb), s.sb, at(s.a, s.oa), static_cast<int>(s.lda), s.sa, &s.beta,
         at(s.c, s.oc), static_cast<int>(s.ldc), s.sc, static_cast<int>(s.batch));
     if (status != 0)
       return "cuBLAS SGEMM (" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -167,6 +168,18 @@ void KernelsToGPUPass::runOnOperation() {
       auto linalgOp = cast<linalg::LinalgOp>(op);
       if (!linalgOp.hasPureBufferSemantics())
         continue;
+      // A zero fill right before the GEMM that accumulates into it is the
+      // GEMM's beta = 0: one pass over C less.
+      if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+        auto gemm = dyn_cast_or_null<linalg::GenericOp>(fill->getNextNode());
+        FloatAttr value;
+        if (gemm && rewire::gpu::isGemm(gemm) && gemm.getDpsInits()[0] == fill.getOutputs()[0] &&
+            matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isZero()) {
+          gemm->setAttr("rewire.beta_zero", UnitAttr::get(ctx));
+          fill.erase();
+          continue;
+        }
+      }
       linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op);
       if (!generic) {
         rewriter.setInsertionPoint(op);
