@@ -210,7 +210,12 @@ std::optional<std::string> readArtifact(const std::string &path, Artifact &a) {
     return "cannot read '" + path + "'";
   std::ostringstream ss;
   ss << in.rdbuf();
-  a.file = ss.str();
+  return readArtifactBytes(ss.str(), path, a);
+}
+
+std::optional<std::string> readArtifactBytes(std::string bytes, const std::string &path,
+                                             Artifact &a) {
+  a.file = std::move(bytes);
   rewire::cuda::Header h;
   if (a.file.size() < sizeof(rewire::cuda::kMagic) ||
       std::memcmp(a.file.data(), rewire::cuda::kMagic, sizeof(rewire::cuda::kMagic)) != 0)

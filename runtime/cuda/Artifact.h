@@ -66,6 +66,11 @@ struct Artifact {
 /// Reads and validates `path`; returns what is wrong.
 std::optional<std::string> readArtifact(const std::string &path, Artifact &out);
 
+/// Validates the artifact `bytes` (named `path` in messages), taking them
+/// into `out.file`; returns what is wrong. The fuzzing entry point.
+std::optional<std::string> readArtifactBytes(std::string bytes, const std::string &path,
+                                             Artifact &out);
+
 } // namespace rewire::runtime::cuda
 
 #endif // REWIRE_RUNTIME_CUDA_ARTIFACT_H
