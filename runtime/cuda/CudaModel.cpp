@@ -83,6 +83,10 @@ struct DevicePool {
 
 struct Prepared {
   std::vector<CUdeviceptr> base; ///< per buffer
+  std::vector<int> inputBuffer;  ///< per input: its buffer
+  std::vector<int> keptFrom;     ///< per input: the output it is kept from, or -1
+  std::vector<bool> keptOutput;  ///< per output: feeds a kept input
+  bool keptLoaded = false;
   CUdeviceptr arena = 0;
   bool ran = false;
   CUgraphExec graph = nullptr;
@@ -307,6 +311,12 @@ std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std:
         error = *err;
         return nullptr;
       }
+    p.inputBuffer.assign(f.info.inputs.size(), -1);
+    p.keptFrom.assign(f.info.inputs.size(), -1);
+    p.keptOutput.assign(f.info.outputs.size(), false);
+    for (size_t bi = 0; bi < f.buffers.size(); ++bi)
+      if (f.buffers[bi].kind == BufferDesc::Kind::input)
+        p.inputBuffer[f.buffers[bi].index] = static_cast<int>(bi);
     for (const BufferDesc &b : f.buffers) {
       CUdeviceptr d = 0;
       switch (b.kind) {
@@ -415,12 +425,16 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
   api.cuCtxSetCurrent(impl->context);
   const Function &f = impl->artifact.functions[index];
   Prepared &p = impl->prepared[index];
-  for (size_t b = 0; b < f.buffers.size(); ++b)
-    if (f.buffers[b].kind == BufferDesc::Kind::input && f.buffers[b].bytes > 0)
-      if (auto err = impl->check(api.cuMemcpyHtoDAsync(p.base[b], inputs[f.buffers[b].index],
-                                                        f.buffers[b].bytes, impl->stream),
-                                 "cannot upload input " + std::to_string(f.buffers[b].index)))
-        return err;
+  for (size_t b = 0; b < f.buffers.size(); ++b) {
+    const BufferDesc &d = f.buffers[b];
+    if (d.kind != BufferDesc::Kind::input || d.bytes == 0 ||
+        (p.keptLoaded && p.keptFrom[d.index] >= 0))
+      continue;
+    if (auto err = impl->check(api.cuMemcpyHtoDAsync(p.base[b], inputs[d.index], d.bytes,
+                                                      impl->stream),
+                               "cannot upload input " + std::to_string(d.index)))
+      return err;
+  }
   // First run step by step (errors name their step); then a graph.
   if (p.graph) {
     if (auto err = impl->check(api.cuGraphLaunch(p.graph, impl->stream), "graph launch"))
@@ -429,10 +443,23 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
     if (auto err = impl->enqueue(index))
       return err;
   }
+  // Kept state: each such output becomes its input for the next call.
+  for (size_t i = 0; i < info.inputs.size(); ++i) {
+    int o = p.keptFrom[i];
+    if (o < 0)
+      continue;
+    auto [buffer, offset] = f.results[o];
+    CUdeviceptr from = p.base[buffer] + offset, to = p.base[p.inputBuffer[i]];
+    if (from != to)
+      if (auto err = impl->check(api.cuMemcpyDtoDAsync(to, from, info.inputs[i].byteSize(),
+                                                       impl->stream),
+                                 "cannot keep output " + std::to_string(o) + " on the device"))
+        return err;
+  }
   for (size_t i = 0; i < info.outputs.size(); ++i) {
     auto [buffer, offset] = f.results[i];
     size_t bytes = static_cast<size_t>(info.outputs[i].byteSize());
-    if (bytes == 0)
+    if (bytes == 0 || p.keptOutput[i])
       continue;
     if (auto err = impl->check(api.cuMemcpyDtoHAsync(outputs[i], p.base[buffer] + offset, bytes,
                                                      impl->stream),
@@ -458,7 +485,51 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
       return err;
   }
   p.ran = true;
+  p.keptLoaded = true;
   return std::nullopt;
+}
+
+std::optional<std::string> CudaModel::keepOnDevice(
+    const std::string &function, const std::vector<std::pair<size_t, size_t>> &pairs) {
+  size_t index = 0;
+  while (index < impl->infos.size() && impl->infos[index].name != function)
+    ++index;
+  if (index == impl->infos.size())
+    return "the artifact has no function '" + function + "'";
+  const FunctionInfo &info = impl->infos[index];
+  Prepared &p = impl->prepared[index];
+  for (auto [out, in] : pairs) {
+    if (out >= info.outputs.size() || in >= info.inputs.size() || p.inputBuffer[in] < 0 ||
+        info.outputs[out].dtype != info.inputs[in].dtype ||
+        info.outputs[out].shape != info.inputs[in].shape)
+      return "'" + function + "': output " + std::to_string(out) + " cannot feed input " +
+             std::to_string(in) + " (index or type mismatch)";
+    p.keptFrom[in] = static_cast<int>(out);
+    p.keptOutput[out] = true;
+  }
+  p.keptLoaded = false; // the next call uploads them once
+  return std::nullopt;
+}
+
+std::optional<std::string> CudaModel::pull(const std::string &function, void *const *inputs) {
+  size_t index = 0;
+  while (index < impl->infos.size() && impl->infos[index].name != function)
+    ++index;
+  if (index == impl->infos.size())
+    return "the artifact has no function '" + function + "'";
+  const FunctionInfo &info = impl->infos[index];
+  Prepared &p = impl->prepared[index];
+  if (!p.keptLoaded)
+    return std::nullopt; // nothing on the device yet: the host values are current
+  const DriverApi &api = *impl->api;
+  api.cuCtxSetCurrent(impl->context);
+  for (size_t i = 0; i < info.inputs.size(); ++i)
+    if (p.keptFrom[i] >= 0 && info.inputs[i].byteSize() > 0)
+      if (auto err = impl->check(api.cuMemcpyDtoHAsync(inputs[i], p.base[p.inputBuffer[i]],
+                                                       info.inputs[i].byteSize(), impl->stream),
+                                 "cannot download input " + std::to_string(i)))
+        return err;
+  return impl->check(api.cuStreamSynchronize(impl->stream), "'" + function + "' failed");
 }
 
 std::optional<std::string> CudaModel::profile(const std::string &function, int iterations,

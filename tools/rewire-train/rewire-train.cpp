@@ -89,7 +89,7 @@ void usage() {
          "                                     redrawn at each checkpoint and at the end\n"
          "  --checkpoint=DIR --checkpoint-every=K --resume\n"
          "  --device=cpu|cuda        where train_step runs (cuda: compiled with --target=cuda;\n"
-         "                           weights and state cross the bus every step, docs/cuda.md)\n"
+         "                           weights and optimizer state stay on the GPU, docs/cuda.md)\n"
          "  --stop-after=N                     stop (and checkpoint) after step N of --steps; the\n"
          "                                     schedule still spans --steps (resume to go on)\n"
          "  --output=FILE.safetensors          the trained parameters (model names)\n"
@@ -430,6 +430,21 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   size_t lossOut = outIndex.count("loss") ? outIndex["loss"] : SIZE_MAX;
   if (lossOut == SIZE_MAX)
     die("train_step has no loss output", 4);
+  // On the GPU, weights and optimizer state stay on the device between
+  // steps; the host copies in `in` are brought up to date (syncHost) only
+  // where they are read: validation, checkpoints, the trained weights.
+  if constexpr (std::is_same_v<M, CudaModel>)
+    if (auto err = model->keepOnDevice("train_step", carry))
+      die(*err, 4);
+  auto syncHost = [&] {
+    if constexpr (std::is_same_v<M, CudaModel>) {
+      std::vector<void *> ptrs;
+      for (HostTensor &t : in)
+        ptrs.push_back(t.data.data());
+      if (auto err = model->pull("train_step", ptrs.data()))
+        die(*err, 4);
+    }
+  };
 
   int64_t start = 0;
   auto checkpointPath = [&](int64_t step) {
@@ -502,6 +517,7 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   // before each checkpoint, so the rows before a checkpoint survive a kill.
   FILE *jsonl = nullptr, *metrics = nullptr;
   auto writeCheckpoint = [&](int64_t step) {
+    syncHost();
     drawPlot();
     for (FILE *log : {metrics, jsonl})
       if (log && (std::fflush(log) != 0 || ::fsync(fileno(log)) != 0))
@@ -544,6 +560,7 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   // validation data (the same batches every time), with the current
   // parameters (eval_step's inputs: data, target, parameters by name).
   auto validationLoss = [&]() {
+    syncHost();
     std::vector<HostTensor> ein(eval->inputs.size());
     std::vector<const void *> ip(eval->inputs.size());
     for (size_t i = 0; i < eval->inputs.size(); ++i) {
@@ -759,6 +776,7 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   if (trained.empty() && !o.exportOnnx.empty())
     trained = o.exportOnnx + ".params.safetensors";
   if (!trained.empty()) {
+    syncHost();
     std::vector<SafetensorsEntry> entries;
     for (size_t i : paramIn)
       entries.push_back({train->inputs[i].name.substr(6), "F32", in[i].shape,

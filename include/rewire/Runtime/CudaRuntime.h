@@ -51,6 +51,18 @@ public:
   std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
                                     void *const *outputs);
 
+  /// Keeps state on the device between calls of `function` (a train
+  /// step's weights and optimizer state): for each (output, input) pair the
+  /// output is copied into the input's device buffer after every call, the
+  /// input is uploaded only on the first call, and the output is not
+  /// downloaded (runRaw leaves its host buffer untouched). `pull` brings
+  /// those inputs' current values to the host when it needs them.
+  std::optional<std::string> keepOnDevice(const std::string &function,
+                                          const std::vector<std::pair<size_t, size_t>> &pairs);
+  /// Downloads the inputs kept on the device into `inputs` (host buffers in
+  /// declared order; the other entries are not touched and may be null).
+  std::optional<std::string> pull(const std::string &function, void *const *inputs);
+
   /// Runs `function` `iterations` times on the inputs of the last run
   /// (device-resident), timed with CUDA events: milliseconds per run.
   std::optional<std::string> time(const std::string &function, int iterations, double &ms);
