@@ -47,3 +47,19 @@ func.func @slices(%x: tensor<4x128xf32>) -> tensor<4x64xf32> {
   %0 = nn.add %a, %b : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
+
+// -----
+
+// A sum over the rows per column (a bias gradient): few outputs, a long
+// reduction: 32 outputs per block, each reduction split over 16 threads
+// and combined through shared memory.
+// CHECK-LABEL: func.func @bias_grad(
+// CHECK: gpu.launch_func @kernels::@bias_grad_k1 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%arg0 : memref<64x128x768xf32>
+// CHECK: gpu.func @bias_grad_k1({{.*}}) workgroup(%{{.*}} : memref<16x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 32, 16, 1>}
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: memref.load {{.*}}#gpu.address_space<workgroup>>
+func.func @bias_grad(%x: tensor<64x128x768xf32>) -> tensor<768xf32> {
+  %0 = nn.reduce_sum %x {axes = array<i64: 0, 1>, keepdims = false} : (tensor<64x128x768xf32>) -> tensor<768xf32>
+  return %0 : tensor<768xf32>
+}

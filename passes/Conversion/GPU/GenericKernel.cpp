@@ -20,6 +20,10 @@ namespace rewire::gpu {
 
 namespace {
 constexpr int64_t kThreads = 256;
+/// Split reductions: 32 outputs per block (a warp: coalesced along the
+/// innermost parallel loop), 16 threads per output along the reduction.
+constexpr int64_t kSplitX = 32, kSplitY = 16;
+constexpr int64_t kSplitMinExtent = 64, kSplitMaxOutputs = 65536;
 } // namespace
 
 FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operands,
@@ -41,13 +45,42 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     }
   }
 
+  // Few outputs with long reductions (a bias gradient: a sum over all rows
+  // per column) would leave most of the GPU idle with a thread per output:
+  // split each reduction over kSplitY threads, combined in shared memory.
+  int64_t reductionExtent = 1;
+  for (unsigned d : reduction)
+    reductionExtent *= loops[d];
+  Block &body = op.getRegion().front();
+  SmallVector<Combiner> combiners;
+  SmallVector<TypedAttr> neutrals;
+  bool split = !reduction.empty() && reductionExtent >= kSplitMinExtent && total <= kSplitMaxOutputs;
+  for (unsigned i = 0; split && i < op.getNumDpsInits(); ++i) {
+    auto c = findCombiner(body, i);
+    Type elem = cast<ShapedType>(op.getDpsInits()[i].getType()).getElementType();
+    TypedAttr neutral = failed(c) ? TypedAttr() : neutralElement(c->kind, elem);
+    split = succeeded(c) && neutral;
+    if (split) {
+      combiners.push_back(*c);
+      neutrals.push_back(neutral);
+    }
+  }
+  SmallVector<Type> shared;
+  if (split)
+    for (Value init : op.getDpsInits())
+      shared.push_back(MemRefType::get(
+          {kSplitY, kSplitX}, cast<ShapedType>(init.getType()).getElementType(), AffineMap(),
+          mlir::gpu::AddressSpaceAttr::get(op.getContext(), mlir::gpu::AddressSpace::Workgroup)));
+  int64_t threadsX = split ? kSplitX : kThreads, threadsY = split ? kSplitY : 1;
+
   b.setInsertionPointToEnd(module.getBody());
   SmallVector<Type> params;
   for (Value v : operands)
     params.push_back(v.getType());
-  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}));
+  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}), shared);
   func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(kThreads), 1, 1}));
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(threadsX), static_cast<int32_t>(threadsY), 1}));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
   auto ret = mlir::gpu::ReturnOp::create(b, loc);
@@ -97,11 +130,18 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value bid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
   Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
-  Value id = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(kThreads)), tid);
-  if (total % kThreads != 0) {
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, cst(total));
-    auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Value id = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(threadsX)), tid);
+  Value inside;
+  if (total % threadsX != 0) {
+    inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, cst(total));
+    if (split) {
+      // Every thread reaches the barrier: out-of-range ones work on point 0
+      // and store nothing.
+      id = arith::SelectOp::create(b, loc, inside, id, cst(0));
+    } else {
+      auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    }
   }
   SmallVector<Value> ivs(loops.size());
   Value rest = id;
@@ -129,11 +169,10 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     return memref::LoadOp::create(b, loc, p, at(operand));
   };
 
-  Block &body = op.getRegion().front();
   unsigned numInputs = op.getNumDpsInputs();
   SmallVector<Value> inits;
   for (OpOperand &init : op.getDpsInitsMutable()) {
-    bool needed = !reduction.empty() || op.payloadUsesValueFromOperand(&init);
+    bool needed = !split && (!reduction.empty() || op.payloadUsesValueFromOperand(&init));
     inits.push_back(needed ? valueOf(init, operandParams[init.getOperandNumber()]) : Value());
   }
 
@@ -152,7 +191,53 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
   };
 
   SmallVector<Value> results;
-  if (reduction.empty()) {
+  if (split) {
+    // Thread (x, y) folds reduction points y, y + kSplitY, ... of output x
+    // (the reduction loops flattened), then row y of shared memory holds
+    // the partials that thread y = 0 folds into the initial value.
+    Value ty = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::y);
+    SmallVector<Value> neutral;
+    for (auto [i, attr] : llvm::enumerate(neutrals))
+      neutral.push_back(arith::ConstantOp::create(b, loc, attr));
+    auto loop = scf::ForOp::create(b, loc, ty, cst(reductionExtent), cst(kSplitY), neutral);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value r = loop.getInductionVar();
+      for (int i = static_cast<int>(reduction.size()) - 1; i >= 0; --i) {
+        unsigned d = reduction[i];
+        ivs[d] = i == 0 ? r : arith::RemUIOp::create(b, loc, r, cst(loops[d])).getResult();
+        if (i > 0)
+          r = arith::DivUIOp::create(b, loc, r, cst(loops[d]));
+      }
+      SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      scf::YieldOp::create(b, loc, payload(accs));
+    }
+    for (unsigned d : reduction)
+      ivs[d] = cst(0);
+    for (auto [i, part] : llvm::enumerate(loop.getResults()))
+      memref::StoreOp::create(b, loc, part, func.getWorkgroupAttributions()[i], ValueRange{ty, tid});
+    mlir::gpu::BarrierOp::create(b, loc);
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty, cst(0));
+    if (inside)
+      first = arith::AndIOp::create(b, loc, first, inside);
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      Value acc = valueOf(init, operandParams[init.getOperandNumber()]);
+      Operation *comb = combiners[i].op;
+      BlockArgument accArg = body.getArgument(numInputs + i);
+      for (int64_t y = 0; y < kSplitY; ++y) {
+        Value part = memref::LoadOp::create(b, loc, func.getWorkgroupAttributions()[i],
+                                            ValueRange{cst(y), tid});
+        IRMapping cm;
+        for (Value x : comb->getOperands())
+          cm.map(x, x == accArg ? acc : part);
+        acc = b.clone(*comb, cm)->getResult(0);
+      }
+      results.push_back(acc);
+    }
+  } else if (reduction.empty()) {
     results = payload(inits);
   } else {
     // Nested loops over the reduction dimensions, carrying the outputs.
@@ -178,8 +263,8 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
 
   Launch launch;
   launch.func = func;
-  launch.block = {kThreads, 1, 1};
-  launch.grid = {std::max<int64_t>(1, llvm::divideCeil(total, kThreads)), 1, 1};
+  launch.block = {threadsX, threadsY, 1};
+  launch.grid = {std::max<int64_t>(1, llvm::divideCeil(total, threadsX)), 1, 1};
   return launch;
 }
 

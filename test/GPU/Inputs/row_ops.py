@@ -43,6 +43,11 @@ def ops(w):
            f"nn.rms_norm %x, %g {{epsilon = 1.0e-06 : f32}} : {T}, {t((w,))}")
     yield (f"softmax_{w}", [("x", S)], f"nn.softmax %x : {T}")
     yield (f"gelu_{w}", [("x", S)], f"nn.gelu %x approximate tanh : {T}")
+    # A column sum (a bias gradient): a generic kernel with its reduction
+    # over 16 x 8 = 128 rows split across threads.
+    C = (16, 8, w)
+    yield (f"colsum_{w}", [("x", C)],
+           f"nn.reduce_sum %x {{axes = array<i64: 0, 1>, keepdims = false}} : ({t(C)}) -> {t((w,))}")
 
 
 def main():
@@ -55,7 +60,8 @@ def main():
                     "x".join(str(d) for d in s) if s else "scalar" for _, s in args))
                 continue
             sig = ", ".join(f"%{n}: {t(s)}" for n, s in args)
-            rt = t(ROWS + (w,)) if not name.startswith("nag_gate") else t(ROWS + (1,))
+            rt = (t(ROWS + (1,)) if name.startswith("nag_gate")
+                  else t((w,)) if name.startswith("colsum") else t(ROWS + (w,)))
             out.append(f"  func.func @{name}({sig}) -> {rt} {{")
             out.append(f"    %0 = {body}")
             out.append(f"    return %0 : {rt}")
