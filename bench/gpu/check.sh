@@ -10,13 +10,17 @@ DIR=${1:-build/gpu-check}
 RES=${OUT:-$PWD/gpu-results}
 mkdir -p "$RES"
 export LD_LIBRARY_PATH="$DIR/lib:${LD_LIBRARY_PATH:-}"
+# The driver's libraries where containers mount them (when not on the loader's path).
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+  [ -e "$d/libcuda.so.1" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+done
 # cuBLAS from the nvidia-cublas wheel PyTorch uses, when no toolkit is on the path.
 CUBLAS=$(python3 -c "import importlib.util as u; s=u.find_spec('nvidia.cublas'); print(list(s.submodule_search_locations)[0] + '/lib')" 2>/dev/null)
 [ -n "$CUBLAS" ] && export LD_LIBRARY_PATH="$CUBLAS:$LD_LIBRARY_PATH"
 RUN="$DIR/bin/rewire-run"
 {
   echo "# device check $(date -u +%Y-%m-%dT%H:%MZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
   python3 "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
 } 2>&1 | tee "$RES/parity.txt"
 
