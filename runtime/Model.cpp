@@ -246,25 +246,10 @@ std::optional<std::string> Model::run(const std::string &function,
                                       const std::vector<HostTensor> &inputs,
                                       std::vector<HostTensor> &outputs) const {
   const FunctionInfo *fn = this->function(function);
-  if (!fn)
-    return "the artifact has no function '" + function + "'";
-  if (auto err = checkInputs(*fn, inputs))
-    return err;
-  outputs.clear();
-  std::vector<const void *> in;
-  std::vector<void *> out;
-  for (const HostTensor &t : inputs)
-    in.push_back(t.data.data());
-  for (const TensorInfo &o : fn->outputs) {
-    HostTensor t;
-    t.dtype = o.dtype;
-    t.shape = o.shape;
-    t.data.assign(static_cast<size_t>(o.byteSize()), 0);
-    outputs.push_back(std::move(t));
-  }
-  for (HostTensor &t : outputs)
-    out.push_back(t.data.data());
-  return runRaw(function, in.data(), out.data());
+  return runOnHostTensors(fn, function, inputs, outputs,
+                          [&](const void *const *in, void *const *out) {
+                            return runRaw(function, in, out);
+                          });
 }
 
 std::optional<std::string> Model::runRaw(const std::string &function,

@@ -116,6 +116,13 @@ struct CudaModel::Impl {
     return what + ": " + describe(*api, r);
   }
   std::optional<std::string> enqueue(size_t index, int only = -1);
+  /// The position of entry point `name`, or none.
+  std::optional<size_t> indexOf(const std::string &name) const {
+    for (size_t i = 0; i < infos.size(); ++i)
+      if (infos[i].name == name)
+        return i;
+    return std::nullopt;
+  }
   ~Impl() {
     if (!api)
       return;
@@ -392,34 +399,18 @@ std::optional<std::string> CudaModel::run(const std::string &function,
                                           const std::vector<HostTensor> &inputs,
                                           std::vector<HostTensor> &outputs) {
   const FunctionInfo *info = this->function(function);
-  if (!info)
-    return "the artifact has no function '" + function + "'";
-  if (auto err = checkInputs(*info, inputs))
-    return err;
-  outputs.clear();
-  std::vector<const void *> in;
-  std::vector<void *> out;
-  for (const HostTensor &t : inputs)
-    in.push_back(t.data.data());
-  for (const TensorInfo &o : info->outputs) {
-    HostTensor t;
-    t.dtype = o.dtype;
-    t.shape = o.shape;
-    t.data.assign(static_cast<size_t>(o.byteSize()), 0);
-    outputs.push_back(std::move(t));
-  }
-  for (HostTensor &t : outputs)
-    out.push_back(t.data.data());
-  return runRaw(function, in.data(), out.data());
+  return runOnHostTensors(info, function, inputs, outputs,
+                          [&](const void *const *in, void *const *out) {
+                            return runRaw(function, in, out);
+                          });
 }
 
 std::optional<std::string> CudaModel::runRaw(const std::string &function,
                                              const void *const *inputs, void *const *outputs) {
-  size_t index = 0;
-  while (index < impl->infos.size() && impl->infos[index].name != function)
-    ++index;
-  if (index == impl->infos.size())
+  std::optional<size_t> found = impl->indexOf(function);
+  if (!found)
     return "the artifact has no function '" + function + "'";
+  size_t index = *found;
   const FunctionInfo &info = impl->infos[index];
   const DriverApi &api = *impl->api;
   api.cuCtxSetCurrent(impl->context);
@@ -491,11 +482,10 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
 
 std::optional<std::string> CudaModel::keepOnDevice(
     const std::string &function, const std::vector<std::pair<size_t, size_t>> &pairs) {
-  size_t index = 0;
-  while (index < impl->infos.size() && impl->infos[index].name != function)
-    ++index;
-  if (index == impl->infos.size())
+  std::optional<size_t> found = impl->indexOf(function);
+  if (!found)
     return "the artifact has no function '" + function + "'";
+  size_t index = *found;
   const FunctionInfo &info = impl->infos[index];
   Prepared &p = impl->prepared[index];
   for (auto [out, in] : pairs) {
@@ -512,11 +502,10 @@ std::optional<std::string> CudaModel::keepOnDevice(
 }
 
 std::optional<std::string> CudaModel::pull(const std::string &function, void *const *inputs) {
-  size_t index = 0;
-  while (index < impl->infos.size() && impl->infos[index].name != function)
-    ++index;
-  if (index == impl->infos.size())
+  std::optional<size_t> found = impl->indexOf(function);
+  if (!found)
     return "the artifact has no function '" + function + "'";
+  size_t index = *found;
   const FunctionInfo &info = impl->infos[index];
   Prepared &p = impl->prepared[index];
   if (!p.keptLoaded)
@@ -534,10 +523,9 @@ std::optional<std::string> CudaModel::pull(const std::string &function, void *co
 
 std::optional<std::string> CudaModel::profile(const std::string &function, int iterations,
                                              std::vector<StepProfile> &steps) {
-  size_t index = 0;
-  while (index < impl->infos.size() && impl->infos[index].name != function)
-    ++index;
-  if (index == impl->infos.size() || !impl->prepared[index].ran)
+  std::optional<size_t> found = impl->indexOf(function);
+  size_t index = found.value_or(0);
+  if (!found || !impl->prepared[index].ran)
     return "run '" + function + "' once before profiling it";
   const DriverApi &api = *impl->api;
   const Function &f = impl->artifact.functions[index];
@@ -577,10 +565,9 @@ std::optional<std::string> CudaModel::profile(const std::string &function, int i
 
 std::optional<std::string> CudaModel::time(const std::string &function, int iterations,
                                            double &ms) {
-  size_t index = 0;
-  while (index < impl->infos.size() && impl->infos[index].name != function)
-    ++index;
-  if (index == impl->infos.size() || !impl->prepared[index].ran)
+  std::optional<size_t> found = impl->indexOf(function);
+  size_t index = found.value_or(0);
+  if (!found || !impl->prepared[index].ran)
     return "run '" + function + "' once before timing it";
   const DriverApi &api = *impl->api;
   Prepared &p = impl->prepared[index];

@@ -15,18 +15,30 @@ struct Symbol {
 };
 
 /// Opens the first of `names` that loads; `error` lists what was tried.
-void *openFirst(std::initializer_list<const char *> names, std::string &error) {
+void *openFirst(std::initializer_list<const char *> names, std::string &error,
+                std::string &opened) {
   std::string tried;
   for (const char *n : names) {
     if (!n || !*n)
       continue;
-    if (void *h = ::dlopen(n, RTLD_NOW | RTLD_LOCAL))
+    if (void *h = ::dlopen(n, RTLD_NOW | RTLD_LOCAL)) {
+      opened = n;
       return h;
+    }
     const char *why = ::dlerror();
     tried += std::string(tried.empty() ? "" : "; ") + (why ? why : n);
   }
   error = tried;
   return nullptr;
+}
+
+/// `$envVar` when set, else the first of `defaults` that loads; `opened`
+/// is the name that loaded.
+void *openLibrary(const char *envVar, std::initializer_list<const char *> defaults,
+                  std::string &error, std::string &opened) {
+  const char *custom = std::getenv(envVar);
+  return custom && *custom ? openFirst({custom}, error, opened)
+                           : openFirst(defaults, error, opened);
 }
 
 bool resolve(void *handle, const Symbol *symbols, size_t count, const std::string &library,
@@ -59,9 +71,8 @@ const DriverApi *driver(std::string &error) {
   static std::string loadError;
   static std::once_flag once;
   std::call_once(once, [] {
-    const char *custom = std::getenv("REWIRE_LIBCUDA");
-    std::string why;
-    void *h = custom && *custom ? openFirst({custom}, why) : openFirst({"libcuda.so.1"}, why);
+    std::string why, library;
+    void *h = openLibrary("REWIRE_LIBCUDA", {"libcuda.so.1"}, why, library);
     if (!h) {
       loadError = "no CUDA driver: " + why +
                   ". Install the NVIDIA driver (it provides libcuda.so.1), set REWIRE_LIBCUDA "
@@ -108,7 +119,6 @@ const DriverApi *driver(std::string &error) {
         {"cuGetErrorName", (void **)&a.cuGetErrorName},
         {"cuGetErrorString", (void **)&a.cuGetErrorString},
     };
-    std::string library = custom && *custom ? custom : "libcuda.so.1";
     if (!resolve(h, symbols, sizeof(symbols) / sizeof(symbols[0]), library, loadError))
       return;
     if (CUresult r = a.cuInit(0)) {
@@ -130,11 +140,9 @@ const CublasApi *cublas(std::string &error) {
   static std::string loadError;
   static std::once_flag once;
   std::call_once(once, [] {
-    const char *custom = std::getenv("REWIRE_LIBCUBLAS");
-    std::string why;
-    void *h = custom && *custom
-                  ? openFirst({custom}, why)
-                  : openFirst({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, why);
+    std::string why, library;
+    void *h = openLibrary("REWIRE_LIBCUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+                          why, library);
     if (!h) {
       loadError = "no cuBLAS: " + why +
                   ". Install cuBLAS (the CUDA toolkit or the nvidia-cublas wheel), put its "

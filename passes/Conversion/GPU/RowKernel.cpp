@@ -117,8 +117,8 @@ private:
   LogicalResult emitGeneric(linalg::GenericOp op);
   /// The operand's value for chunk k, lane v (full), or per row.
   FailureOr<SmallVector<Value>> fullOperand(Value memref, AffineMap map, unsigned numLoops);
-  FailureOr<Value> rowOperand(Value memref, AffineMap map, unsigned numLoops);
-  SmallVector<Value> indices(ArrayRef<AffineExpr> results, unsigned numLoops, Value col);
+  FailureOr<Value> rowOperand(Value memref, AffineMap map);
+  SmallVector<Value> indices(ArrayRef<AffineExpr> results, Value col);
   bool vectorizable(MemRefType type, AffineMap map, unsigned numLoops) const;
   void storeFull(Value memref, ArrayRef<Value> lanes);
   void storeRow(Value memref, Value value, ArrayRef<AffineExpr> map);
@@ -223,8 +223,7 @@ void RowEmitter::guarded(unsigned k, llvm::function_ref<void()> body) {
   body();
 }
 
-SmallVector<Value> RowEmitter::indices(ArrayRef<AffineExpr> results, unsigned numLoops,
-                                       Value col) {
+SmallVector<Value> RowEmitter::indices(ArrayRef<AffineExpr> results, Value col) {
   SmallVector<Value> idx;
   for (AffineExpr e : results) {
     if (auto d = dyn_cast<AffineDimExpr>(e)) {
@@ -234,7 +233,6 @@ SmallVector<Value> RowEmitter::indices(ArrayRef<AffineExpr> results, unsigned nu
       idx.push_back(constIndex(0));
     }
   }
-  (void)numLoops;
   return idx;
 }
 
@@ -249,8 +247,7 @@ bool RowEmitter::vectorizable(MemRefType type, AffineMap map, unsigned numLoops)
   if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1 ||
       offset % V != 0)
     return false;
-  return llvm::all_of(strides, [&](int64_t s) { return s % V == 0 || s == 1; }) &&
-         llvm::all_of(ArrayRef(strides).drop_back(), [&](int64_t s) { return s % V == 0; });
+  return llvm::all_of(ArrayRef(strides).drop_back(), [&](int64_t s) { return s % V == 0; });
 }
 
 FailureOr<SmallVector<Value>> RowEmitter::fullOperand(Value memref, AffineMap map,
@@ -270,7 +267,7 @@ FailureOr<SmallVector<Value>> RowEmitter::fullOperand(Value memref, AffineMap ma
   bool vec = vectorizable(type, map, numLoops);
   SmallVector<Value> lanes;
   for (int64_t k = 0; k < K; ++k) {
-    SmallVector<Value> idx = indices(map.getResults(), numLoops, cols[k]);
+    SmallVector<Value> idx = indices(map.getResults(), cols[k]);
     if (vec) {
       auto vt = VectorType::get({V}, elem);
       Value loaded;
@@ -294,19 +291,9 @@ FailureOr<SmallVector<Value>> RowEmitter::fullOperand(Value memref, AffineMap ma
         lanes.push_back(vector::ExtractOp::create(b, loc, loaded, v));
       continue;
     }
-    bool feature = map.isFunctionOfDim(numLoops - 1);
     for (int64_t v = 0; v < V; ++v) {
-      if (!feature) {
-        // Broadcast along the features: one load per row.
-        if (v == 0 && k == 0) {
-          Value s = memref::LoadOp::create(b, loc, p, idx);
-          lanes.assign(K * V, s);
-          loadedFull[key] = lanes;
-          return lanes;
-        }
-      }
       Value col = arith::AddIOp::create(b, loc, cols[k], constIndex(v));
-      SmallVector<Value> vi = indices(map.getResults(), numLoops, col);
+      SmallVector<Value> vi = indices(map.getResults(), col);
       if (!valid[k]) {
         lanes.push_back(memref::LoadOp::create(b, loc, p, vi));
         continue;
@@ -325,14 +312,14 @@ FailureOr<SmallVector<Value>> RowEmitter::fullOperand(Value memref, AffineMap ma
   return lanes;
 }
 
-FailureOr<Value> RowEmitter::rowOperand(Value memref, AffineMap map, unsigned numLoops) {
+FailureOr<Value> RowEmitter::rowOperand(Value memref, AffineMap map) {
   if (auto it = perRow.find(memref); it != perRow.end())
     return it->second.value;
   Value p = param(memref);
   if (!p)
     return kernel.emitError() << "rewire-kernels-to-gpu: '" << kernel.getSymName()
                               << "' reads a buffer it never wrote";
-  return memref::LoadOp::create(b, loc, p, indices(map.getResults(), numLoops, Value()))
+  return memref::LoadOp::create(b, loc, p, indices(map.getResults(), Value()))
       .getResult();
 }
 
@@ -347,13 +334,13 @@ void RowEmitter::storeFull(Value memref, ArrayRef<Value> lanes) {
       if (vec) {
         auto vt = VectorType::get({V}, type.getElementType());
         Value v = vector::FromElementsOp::create(b, loc, vt, lanes.slice(k * V, V));
-        vector::StoreOp::create(b, loc, v, p, indices(id.getResults(), n, cols[k]),
+        vector::StoreOp::create(b, loc, v, p, indices(id.getResults(), cols[k]),
                                 /*nontemporal=*/false, llvm::MaybeAlign(V * 4));
         return;
       }
       for (int64_t v = 0; v < V; ++v) {
         Value col = arith::AddIOp::create(b, loc, cols[k], constIndex(v));
-        memref::StoreOp::create(b, loc, lanes[k * V + v], p, indices(id.getResults(), n, col));
+        memref::StoreOp::create(b, loc, lanes[k * V + v], p, indices(id.getResults(), col));
       }
     });
   }
@@ -365,7 +352,7 @@ void RowEmitter::storeRow(Value memref, Value value, ArrayRef<AffineExpr> map) {
   auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  memref::StoreOp::create(b, loc, value, p, indices(map, rows.size() + 1, Value()));
+  memref::StoreOp::create(b, loc, value, p, indices(map, Value()));
 }
 
 LogicalResult RowEmitter::emitGeneric(linalg::GenericOp op) {
@@ -400,7 +387,7 @@ LogicalResult RowEmitter::emitGeneric(linalg::GenericOp op) {
         return failure();
       vals = *lanes;
     } else {
-      auto s = rowOperand(v, map, n);
+      auto s = rowOperand(v, map);
       if (failed(s))
         return failure();
       vals.assign(lanesWise ? K * V : 1, *s);
