@@ -107,7 +107,8 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
                                        const std::vector<EntryPoint> &entries,
                                        const std::string &parametersFile,
                                        const CompileOptions &options,
-                                       llvm::LLVMContext &llvmContext) {
+                                       llvm::LLVMContext &llvmContext,
+                                       bool distinctBuffers) {
   mlir::registerBuiltinDialectTranslation(*module.getContext());
   mlir::registerLLVMDialectTranslation(*module.getContext());
   mlir::registerOpenMPDialectTranslation(*module.getContext());
@@ -143,7 +144,7 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
     if (llvm::Function *alloc = llvmModule->getFunction(name))
       alloc->addRetAttr(llvm::Attribute::NoAlias);
   for (const EntryPoint &e : entries)
-    if (llvm::Function *fn = llvmModule->getFunction(e.name))
+    if (llvm::Function *fn = llvmModule->getFunction(e.name); fn && distinctBuffers)
       for (llvm::Argument &arg : fn->args())
         if (arg.getType()->isPointerTy())
           arg.addAttr(llvm::Attribute::NoAlias);

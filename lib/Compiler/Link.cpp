@@ -31,13 +31,9 @@ struct TempFile {
 };
 } // namespace
 
-std::optional<std::string> rewire::compiler::linkArtifact(const std::string &object,
-                                                          const std::string &outputPath,
-                                                          const std::string &runtimeLibDir) {
-  std::string kernels = runtimeLibDir + "/librewire_kernels.a";
-  if (!llvm::sys::fs::exists(kernels))
-    return "the CPU kernels library '" + kernels +
-           "' is missing; build the `rewire_kernels` target or pass --runtime-lib-dir";
+std::optional<std::string>
+rewire::compiler::linkSharedObject(const std::string &object, const std::string &outputPath,
+                                   llvm::ArrayRef<std::string> libraries) {
   const char *env = std::getenv("REWIRE_CLANG");
   std::string clang = env && *env ? env : std::string(REWIRE_LLVM_TOOLS_DIR) + "/clang";
   if (!llvm::sys::fs::can_execute(clang))
@@ -69,12 +65,11 @@ std::optional<std::string> rewire::compiler::linkArtifact(const std::string &obj
     return "cannot create a temporary file: " + ec.message();
   ::close(fd);
 
-  llvm::SmallVector<llvm::StringRef> args = {
-      clang,   "-shared", "-fuse-ld=lld", "-Wl,--no-undefined", "-Wl,-z,now", "-o",
-      out.path, obj.path, kernels,       "-lopenblas",         "-lm",
-      // OpenMP (parallel loops) from LLVM's own libomp, found at run time too.
-      // Only artifacts with parallel loops need it (--as-needed).
-      "-L" REWIRE_LLVM_LIB_DIR, "-Wl,-rpath," REWIRE_LLVM_LIB_DIR, "-Wl,--as-needed", "-lomp"};
+  llvm::SmallVector<llvm::StringRef> args = {clang,      "-shared", "-fuse-ld=lld",
+                                             "-Wl,--no-undefined", "-Wl,-z,now", "-o",
+                                             out.path,   obj.path};
+  for (const std::string &l : libraries)
+    args.push_back(l);
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(), log.path.str()};
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(clang, args, std::nullopt, redirects, 0, 0, &error);
@@ -82,11 +77,26 @@ std::optional<std::string> rewire::compiler::linkArtifact(const std::string &obj
     std::string text;
     if (auto buf = llvm::MemoryBuffer::getFile(log.path))
       text = (*buf)->getBuffer().take_back(2000).str();
-    return "linking the artifact failed (" + (error.empty() ? "exit " + std::to_string(rc) : error) +
-           "): " + text;
+    return "linking '" + outputPath + "' failed (" +
+           (error.empty() ? "exit " + std::to_string(rc) : error) + "): " + text;
   }
   if (auto ec = llvm::sys::fs::rename(out.path, outputPath))
     return "cannot write '" + outputPath + "': " + ec.message();
   out.path.clear();
   return std::nullopt;
+}
+
+std::optional<std::string> rewire::compiler::linkArtifact(const std::string &object,
+                                                          const std::string &outputPath,
+                                                          const std::string &runtimeLibDir) {
+  std::string kernels = runtimeLibDir + "/librewire_kernels.a";
+  if (!llvm::sys::fs::exists(kernels))
+    return "the CPU kernels library '" + kernels +
+           "' is missing; build the `rewire_kernels` target or pass --runtime-lib-dir";
+  return linkSharedObject(
+      object, outputPath,
+      {kernels, "-lopenblas", "-lm",
+       // OpenMP (parallel loops) from LLVM's own libomp, found at run time
+       // too. Only artifacts with parallel loops need it (--as-needed).
+       "-L" REWIRE_LLVM_LIB_DIR, "-Wl,-rpath," REWIRE_LLVM_LIB_DIR, "-Wl,--as-needed", "-lomp"});
 }

@@ -196,4 +196,31 @@ def KernelsToGPU : Pass<"rewire-kernels-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+
+def KernelsToEmulator : Pass<"rewire-kernels-to-emulator", "::mlir::ModuleOp"> {
+  let summary = "GPU kernels as host functions for the CUDA emulator (tests without a GPU)";
+  let description = [{
+    Turns every `gpu.func` of the module's `gpu.module`s into a host
+    `func.func` of the same name and arguments that the CUDA emulator
+    (`runtime/cuda/emulator`, `librewire_cuda_emu.so`) runs with one fiber
+    per GPU thread: `gpu.thread_id`, `gpu.block_id`, `gpu.block_dim` and
+    `gpu.grid_dim` become calls of `rewire_emu_thread_id` etc. (the
+    dimension as an i32), `gpu.barrier` a call of `rewire_emu_barrier`, and
+    `gpu.shuffle` (f32 or i32; the modes as in PTX `shfl.sync`, with
+    `width` as the NVVM lowering's clamp) calls of `rewire_emu_shuffle_f32`
+    / `_i32` and `rewire_emu_shuffle_valid`. All-reduces, global ids and
+    64-bit shuffles are first expanded by the patterns
+    `convert-gpu-to-nvvm` applies. Workgroup attributions become private
+    `memref.global`s (the emulator runs one block at a time), private
+    attributions `memref.alloca`s; gpu address spaces are dropped.
+
+    Everything else in the module (the host functions: the artifact's
+    schedule is the host side) is erased. Any other gpu op is an error.
+    Used by `rewire-compile --target=cuda --emulator-kernels=FILE`; see
+    docs/cuda.md for what the emulator checks and what it cannot.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // REWIRE_PASSES_CONVERSION_PASSES_TD

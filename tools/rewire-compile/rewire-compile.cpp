@@ -112,8 +112,15 @@ static cl::opt<bool> timing("timing",
                             cl::desc("Print the wall time of each stage and MLIR's pass timing"),
                             cl::init(false), cl::cat(category));
 static cl::opt<std::string> runtimeLibDir(
-    "runtime-lib-dir", cl::desc("Folder of librewire_kernels.a (default: ../lib beside this tool)"),
+    "runtime-lib-dir",
+    cl::desc("Folder of librewire_kernels.a and librewire_cuda_emu.so (default: ../lib beside "
+             "this tool)"),
     cl::cat(category));
+static cl::opt<std::string> emulatorKernels(
+    "emulator-kernels",
+    cl::desc("--target=cuda: also write the kernels compiled for this CPU, for the CUDA emulator "
+             "(runs the artifact without a GPU; docs/cuda.md)"),
+    cl::value_desc("file.so"), cl::cat(category));
 
 namespace {
 int error(const Twine &message, int code) {
@@ -159,6 +166,8 @@ int main(int argc, char **argv) {
                  1);
   if (!cuda && (emit == Stage::gpu || emit == Stage::ptx))
     return error("--emit=gpu and --emit=ptx need --target=cuda", 1);
+  if (!cuda && !emulatorKernels.empty())
+    return error("--emulator-kernels needs --target=cuda", 1);
   if (optLevel > 3)
     return error("-O" + Twine(optLevel) + " is not a level; use -O0 to -O3", 1);
   CompileOptions options;
@@ -300,6 +309,12 @@ int main(int argc, char **argv) {
     stage("lower to GPU kernels");
     if (emit == Stage::gpu)
       return writeText(output, [&](raw_ostream &os) { module->print(os); });
+    if (!emulatorKernels.empty()) {
+      std::string libDir = runtimeLibDir.empty() ? defaultRuntimeLibDir(argv[0]) : runtimeLibDir;
+      if (auto err = writeEmulatorKernels(*module, options, emulatorKernels, libDir))
+        return error(*err, 5);
+      stage("emulator kernels");
+    }
     std::string ptx, cubin;
     if (failed(serializeKernels(*module, options, ptx)))
       return 5;

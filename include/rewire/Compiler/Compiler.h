@@ -134,11 +134,14 @@ mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, const CompileOptio
 
 /// Translates to LLVM IR, adds the entry wrappers and the metadata, and
 /// optimizes for the target CPU. Emits an error on `module` on failure.
+/// `distinctBuffers`: the entries' pointer arguments never alias (true for
+/// artifacts: the runtime passes distinct buffers).
 std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
                                                    const std::vector<EntryPoint> &entries,
                                                    const std::string &parametersFile,
                                                    const CompileOptions &options,
-                                                   llvm::LLVMContext &llvmContext);
+                                                   llvm::LLVMContext &llvmContext,
+                                                   bool distinctBuffers = true);
 
 /// Object code for `module`; returns an error message on failure.
 std::optional<std::string> emitObject(llvm::Module &module, const CompileOptions &options,
@@ -149,6 +152,12 @@ std::optional<std::string> emitObject(llvm::Module &module, const CompileOptions
 std::optional<std::string> linkArtifact(const std::string &object,
                                         const std::string &outputPath,
                                         const std::string &runtimeLibDir);
+
+/// Links `object` and `libraries` (linker arguments) into the shared object
+/// `outputPath` (written atomically; unresolved symbols fail the link).
+std::optional<std::string> linkSharedObject(const std::string &object,
+                                            const std::string &outputPath,
+                                            llvm::ArrayRef<std::string> libraries);
 
 /// Writes every parameter the entry points take to the safetensors file
 /// `outputPath` (atomically; 8-byte types first so every tensor is aligned
@@ -189,6 +198,15 @@ mlir::LogicalResult writeCudaArtifact(mlir::ModuleOp module, const ModuleInfo &i
                                       const std::string &parametersFile,
                                       const CompileOptions &options,
                                       const std::string &outputPath);
+
+/// Compiles the kernels of `module` (after lowerToGPU; not modified) for
+/// this CPU with rewire-kernels-to-emulator into the shared object
+/// `outputPath` that the CUDA emulator (librewire_cuda_emu.so in
+/// `runtimeLibDir`) runs in place of the GPU (docs/cuda.md).
+std::optional<std::string> writeEmulatorKernels(mlir::ModuleOp module,
+                                                const CompileOptions &options,
+                                                const std::string &outputPath,
+                                                const std::string &runtimeLibDir);
 
 /// The artifact metadata JSON.
 std::string artifactMetadata(const std::vector<EntryPoint> &entries,

@@ -1,6 +1,6 @@
 """CPU vs CUDA parity of every row op and of the tiny GPT's forms.
 
-cuda_parity.py OUTDIR [--gpt ONNX]
+cuda_parity.py OUTDIR [--gpt ONNX] [--emulate LIBDIR]
 
 Compiles test/GPU/Inputs/row_ops.py's module for the CPU (--precise-math:
 libm, no polynomials, the reference) and for CUDA, runs every function on
@@ -8,8 +8,11 @@ both with rewire-run on the same random inputs (several shapes, widths not
 multiples of the vector width included), and checks
 |gpu - cpu| <= 1e-5 * |cpu| + 1e-5 * max|cpu| elementwise (fp32; the
 second term covers outputs that cancel to ~0). With --gpt, the tiny GPT's
-forward under each residual form as well. Prints one line per case and
-exits 1 on any mismatch.
+forward under each residual form as well. With --emulate, the CUDA side
+runs on the CUDA emulator (LIBDIR/librewire_cuda_emu.so standing in for the
+driver and cuBLAS; the kernels compiled for the CPU with
+rewire-compile --emulator-kernels): no GPU needed. Prints one line per case
+and exits 1 on any mismatch.
 """
 import os
 import subprocess
@@ -19,13 +22,31 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RTOL = 1e-5
+EMULATOR = None  # LIBDIR of librewire_cuda_emu.so with --emulate
 
 
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=env)
     if r.returncode != 0:
         sys.exit("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
     return r.stdout
+
+
+def compile_cuda(source, artifact, flags=()):
+    extra = ["--emulator-kernels=" + artifact + ".emu.so"] if EMULATOR else []
+    run(["rewire-compile", source, "--target=cuda", "-o", artifact] + list(flags) + extra)
+
+
+def cuda_env(artifact):
+    """The environment rewire-run needs for `artifact` on the CUDA side."""
+    if not EMULATOR:
+        return None
+    env = dict(os.environ)
+    lib = os.path.join(EMULATOR, "librewire_cuda_emu.so")
+    env.update(REWIRE_LIBCUDA=lib, REWIRE_LIBCUBLAS=lib,
+               REWIRE_CUDA_EMULATOR_KERNELS=artifact + ".emu.so")
+    return env
 
 
 def compare(name, got, want):
@@ -53,13 +74,17 @@ def parity(out, artifact_cpu, artifact_gpu, function, specs, rng, label):
         # Two more runs on the GPU: the outputs then come from a CUDA graph replay.
         extra = ["--benchmark=2"] if dev == "cuda" else []
         run(["rewire-run", art, "--device=" + dev, "--function=" + function] + extra + [
-             "--output=@" + path, "--print-max-elements=0"] + args)
+             "--output=@" + path, "--print-max-elements=0"] + args,
+            env=cuda_env(art) if dev == "cuda" else None)
         outs[dev] = np.load(path)
     return compare(label, outs["cuda"], outs["cpu"])
 
 
 def main():
+    global EMULATOR
     out = sys.argv[1]
+    if "--emulate" in sys.argv:
+        EMULATOR = os.path.abspath(sys.argv[sys.argv.index("--emulate") + 1])
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(0)
     ok = True
@@ -68,7 +93,7 @@ def main():
         f.write(run([sys.executable, os.path.join(HERE, "row_ops.py")]))
     cpu, gpu = os.path.join(out, "ops.rwx"), os.path.join(out, "ops.rwcu")
     run(["rewire-compile", module, "--precise-math", "-o", cpu])
-    run(["rewire-compile", module, "--target=cuda", "-o", gpu])
+    compile_cuda(module, gpu)
     for line in run([sys.executable, os.path.join(HERE, "row_ops.py"), "--list"]).splitlines():
         name, *shapes = line.split()
         specs = [("f32", () if s == "scalar" else tuple(int(d) for d in s.split("x")))
@@ -81,7 +106,7 @@ def main():
             cpu = os.path.join(out, "gpt-%s.rwx" % form)
             gpu = os.path.join(out, "gpt-%s.rwcu" % form)
             run(["rewire-compile", onnx, "--precise-math", "-o", cpu] + flags)
-            run(["rewire-compile", onnx, "--target=cuda", "-o", gpu] + flags)
+            compile_cuda(onnx, gpu, flags)
             ok &= parity(out, cpu, gpu, "forward", [("i64", (2, 8))], rng, "gpt-" + form)
     sys.exit(0 if ok else 1)
 
