@@ -37,6 +37,13 @@ config.substitutions.append(("%mlir_lib_dir", os.path.normpath(os.path.join(conf
 config.environment["REWIRE_LIB_DIR"] = os.path.join(config.rewire_obj_root, "lib")
 config.environment["REWIRE_CACHE_DIR"] = os.path.join(config.rewire_obj_root, "test", "compile-cache")
 
+# The CUDA emulator standing in for the driver and cuBLAS (runs CUDA
+# artifacts without a GPU; docs/cuda.md): `%cuda_emu rewire-run ...` with
+# REWIRE_CUDA_EMULATOR_KERNELS naming the artifact's --emulator-kernels.
+cuda_emu = os.path.join(config.rewire_obj_root, "lib", "librewire_cuda_emu.so")
+config.substitutions.append(
+    ("%cuda_emu", "env REWIRE_LIBCUDA=%s REWIRE_LIBCUBLAS=%s" % (cuda_emu, cuda_emu)))
+
 # Our tools first, then LLVM's (FileCheck, not, count).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.rewire_tools_dir, append_path=True)
