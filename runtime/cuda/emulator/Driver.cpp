@@ -125,10 +125,13 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned count,
     if (options[i] == kJitErrorLogBufferSize)
       logSize = reinterpret_cast<size_t>(values[i]);
   }
+  // The message goes to the JIT error log the caller passes (Rewire's
+  // runtime puts it in its error), else to stderr.
   auto fail = [&](const std::string &message) {
     if (log && logSize)
       std::snprintf(log, logSize, "%s", message.c_str());
-    report(message);
+    else
+      report(message);
     return kInvalidImage;
   };
   if (!image)
