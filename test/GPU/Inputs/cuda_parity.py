@@ -1,6 +1,6 @@
 """CPU vs CUDA parity of every row op and of the tiny GPT's forms.
 
-cuda_parity.py OUTDIR [--gpt ONNX] [--emulate LIBDIR]
+cuda_parity.py OUTDIR [--gpt ONNX] [--models NAME,NAME] [--emulate LIBDIR]
 
 Compiles test/GPU/Inputs/row_ops.py's module for the CPU (--precise-math:
 libm, no polynomials, the reference) and for CUDA, runs every function on
@@ -8,7 +8,9 @@ both with rewire-run on the same random inputs (several shapes, widths not
 multiples of the vector width included), and checks
 |gpu - cpu| <= 1e-5 * |cpu| + 1e-5 * max|cpu| elementwise (fp32; the
 second term covers outputs that cancel to ~0). With --gpt, the tiny GPT's
-forward under each residual form as well. With --emulate, the CUDA side
+forward under each residual form as well; with --models, real PyTorch
+models (test/Conversion/Inputs/run_model.py: gpt, llama, bert, resnet18)
+exported to ONNX, on their own inputs. With --emulate, the CUDA side
 runs on the CUDA emulator (LIBDIR/librewire_cuda_emu.so standing in for the
 driver and cuBLAS; the kernels compiled for the CPU with
 rewire-compile --emulator-kernels): no GPU needed. Prints one line per case
@@ -59,9 +61,9 @@ def compare(name, got, want):
     return ok
 
 
-def parity(out, artifact_cpu, artifact_gpu, function, specs, rng, label):
-    args = []
-    for i, (dtype, shape) in enumerate(specs):
+def parity(out, artifact_cpu, artifact_gpu, function, specs, rng, label, inputs=None):
+    args = ["--input=@" + p for p in inputs or []]
+    for i, (dtype, shape) in enumerate(specs if inputs is None else []):
         path = os.path.join(out, "%s.in%d.npy" % (label, i))
         if dtype == "i64":
             np.save(path, rng.integers(0, 64, size=shape).astype(np.int64))
@@ -108,6 +110,18 @@ def main():
             run(["rewire-compile", onnx, "--precise-math", "-o", cpu] + flags)
             compile_cuda(onnx, gpu, flags)
             ok &= parity(out, cpu, gpu, "forward", [("i64", (2, 8))], rng, "gpt-" + form)
+    if "--models" in sys.argv:
+        models = os.path.join(out, "models")
+        for name in sys.argv[sys.argv.index("--models") + 1].split(","):
+            run([sys.executable, os.path.join(HERE, "..", "..", "Conversion", "Inputs",
+                                              "run_model.py"), models, name])
+            onnx = os.path.join(models, name + ".onnx")
+            cpu = os.path.join(out, "model-%s.rwx" % name)
+            gpu = os.path.join(out, "model-%s.rwcu" % name)
+            run(["rewire-compile", onnx, "--precise-math", "-o", cpu])
+            compile_cuda(onnx, gpu)
+            ok &= parity(out, cpu, gpu, "forward", None, rng, "model-" + name,
+                         inputs=[os.path.join(models, name + "-x.npy")])
     sys.exit(0 if ok else 1)
 
 
