@@ -4,7 +4,9 @@
 // the artifact carries as PTX/cubin, compiled for this CPU as a shared
 // object the CUDA emulator (runtime/cuda/emulator) loads in place of the
 // image. Each kernel `K` is exported as `rewire_call_K(void **buffers)`
-// with its buffer count in `rewire_emu_argc_K`.
+// with its buffer count in `rewire_emu_argc_K`; `rewire_emu_image_hashes`
+// holds {count, FNV-1a of each image (PTX text, cubin)} so the emulator
+// picks the kernels that belong to the image the runtime loads.
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
@@ -21,8 +23,16 @@
 using namespace mlir;
 using namespace rewire::compiler;
 
+uint64_t rewire::compiler::imageHash(llvm::StringRef bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 std::optional<std::string>
 rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &options,
+                                       llvm::ArrayRef<std::string> images,
                                        const std::string &outputPath,
                                        const std::string &runtimeLibDir) {
   std::string emulator = runtimeLibDir + "/librewire_cuda_emu.so";
@@ -58,6 +68,15 @@ rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &op
     new llvm::GlobalVariable(*llvmModule, i32, true, llvm::GlobalValue::ExternalLinkage,
                              llvm::ConstantInt::get(i32, k.inputs.size()),
                              "rewire_emu_argc_" + k.name);
+  auto *i64 = llvm::Type::getInt64Ty(llvmContext);
+  std::vector<llvm::Constant *> hashes = {llvm::ConstantInt::get(i64, 0)};
+  for (const std::string &image : images)
+    if (!image.empty())
+      hashes.push_back(llvm::ConstantInt::get(i64, imageHash(image)));
+  hashes[0] = llvm::ConstantInt::get(i64, hashes.size() - 1);
+  auto *hashType = llvm::ArrayType::get(i64, hashes.size());
+  new llvm::GlobalVariable(*llvmModule, hashType, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantArray::get(hashType, hashes), "rewire_emu_image_hashes");
   std::string object;
   if (auto err = emitObject(*llvmModule, options, object))
     return "emitting the emulator kernels failed: " + *err;

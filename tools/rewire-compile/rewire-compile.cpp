@@ -309,12 +309,10 @@ int main(int argc, char **argv) {
     stage("lower to GPU kernels");
     if (emit == Stage::gpu)
       return writeText(output, [&](raw_ostream &os) { module->print(os); });
-    if (!emulatorKernels.empty()) {
-      std::string libDir = runtimeLibDir.empty() ? defaultRuntimeLibDir(argv[0]) : runtimeLibDir;
-      if (auto err = writeEmulatorKernels(*module, options, emulatorKernels, libDir))
-        return error(*err, 5);
-      stage("emulator kernels");
-    }
+    // The emulator's copy of the kernels, before NVVM consumes them.
+    mlir::OwningOpRef<mlir::ModuleOp> kernels;
+    if (!emulatorKernels.empty())
+      kernels = mlir::cast<mlir::ModuleOp>((*module)->clone());
     std::string ptx, cubin;
     if (failed(serializeKernels(*module, options, ptx)))
       return 5;
@@ -326,6 +324,12 @@ int main(int argc, char **argv) {
       if (auto err = assembleCubin(ptx, options, cubin))
         errs() << "rewire-compile: warning: " << *err << "\n";
       stage("ptxas");
+    }
+    if (kernels) {
+      std::string libDir = runtimeLibDir.empty() ? defaultRuntimeLibDir(argv[0]) : runtimeLibDir;
+      if (auto err = writeEmulatorKernels(*kernels, options, {ptx, cubin}, emulatorKernels, libDir))
+        return error(*err, 5);
+      stage("emulator kernels");
     }
     if (failed(writeCudaArtifact(*module, info, ptx, cubin, paramsRef, options, output)))
       return 5;

@@ -202,11 +202,17 @@ mlir::LogicalResult writeCudaArtifact(mlir::ModuleOp module, const ModuleInfo &i
 /// Compiles the kernels of `module` (after lowerToGPU; not modified) for
 /// this CPU with rewire-kernels-to-emulator into the shared object
 /// `outputPath` that the CUDA emulator (librewire_cuda_emu.so in
-/// `runtimeLibDir`) runs in place of the GPU (docs/cuda.md).
+/// `runtimeLibDir`) runs in place of the GPU (docs/cuda.md). The hashes of
+/// `images` (the artifact's PTX and cubin) are recorded, so the emulator
+/// runs these kernels for that artifact only.
 std::optional<std::string> writeEmulatorKernels(mlir::ModuleOp module,
                                                 const CompileOptions &options,
+                                                llvm::ArrayRef<std::string> images,
                                                 const std::string &outputPath,
                                                 const std::string &runtimeLibDir);
+
+/// FNV-1a (64 bits) of `bytes`: how the emulator recognizes an image.
+uint64_t imageHash(llvm::StringRef bytes);
 
 /// The artifact metadata JSON.
 std::string artifactMetadata(const std::vector<EntryPoint> &entries,

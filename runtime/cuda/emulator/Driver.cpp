@@ -2,18 +2,23 @@
 //
 // Exported under the driver's own (versioned) names, as libcuda.so.1 does.
 // The emulated device is "sm_90" so the runtime takes the cubin path; the
-// image itself is not run: the kernels come from the shared object named
-// by $REWIRE_CUDA_EMULATOR_KERNELS (rewire-compile --emulator-kernels).
+// image itself is not run: the kernels come from the shared object
+// (rewire-compile --emulator-kernels) among $REWIRE_CUDA_EMULATOR_KERNELS (a
+// file, a folder of *.emu.so, or a ':'-separated list) that was compiled
+// with this very image (its FNV-1a hash is recorded there).
 // Fresh device memory is filled with NaNs (0xff bytes): reading memory
 // nothing wrote shows in the results instead of passing as zeros.
 //
 //===----------------------------------------------------------------------===//
 #include "Emulator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +58,68 @@ CUresult copy(void *to, const void *from, size_t bytes, bool deviceTo, bool devi
 }
 
 void *ptr(CUdeviceptr p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); }
+
+/// The bytes of an image the driver gets without a size: a 64-bit ELF
+/// (cubin) up to the end of its last table, section or segment (the
+/// runtime validated the header); otherwise NUL-terminated PTX text.
+size_t imageSize(const unsigned char *p) {
+  if (std::memcmp(p, "\x7f" "ELF", 4) != 0 || p[4] != 2)
+    return std::strlen(reinterpret_cast<const char *>(p));
+  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, p + at, 2); return size_t(v); };
+  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, p + at, 8); return size_t(v); };
+  size_t phoff = u64(0x20), shoff = u64(0x28), phentsize = u16(0x36), phnum = u16(0x38),
+         shentsize = u16(0x3a), shnum = u16(0x3c);
+  size_t end = std::max(phoff + phnum * phentsize, shoff + shnum * shentsize);
+  for (size_t i = 0; i < shnum; ++i) {
+    size_t h = shoff + i * shentsize;
+    uint32_t type;
+    std::memcpy(&type, p + h + 4, 4);
+    if (type != 8) // SHT_NOBITS has no bytes in the file
+      end = std::max(end, u64(h + 0x18) + u64(h + 0x20));
+  }
+  for (size_t i = 0; i < phnum; ++i) {
+    size_t h = phoff + i * phentsize;
+    end = std::max(end, u64(h + 0x08) + u64(h + 0x20));
+  }
+  return end;
+}
+
+uint64_t fnv1a(const unsigned char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/// The files $REWIRE_CUDA_EMULATOR_KERNELS names.
+std::vector<std::string> kernelFiles(const std::string &spec) {
+  std::vector<std::string> files;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(':', start);
+    std::string item = spec.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    struct stat st;
+    if (!item.empty() && stat(item.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (DIR *d = opendir(item.c_str())) {
+        std::vector<std::string> inside;
+        while (dirent *e = readdir(d)) {
+          std::string n = e->d_name;
+          if (n.size() > 7 && n.compare(n.size() - 7, 7, ".emu.so") == 0)
+            inside.push_back(item + "/" + n);
+        }
+        closedir(d);
+        std::sort(inside.begin(), inside.end());
+        files.insert(files.end(), inside.begin(), inside.end());
+      }
+    } else if (!item.empty()) {
+      files.push_back(item);
+    }
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return files;
+}
 
 } // namespace
 
@@ -140,13 +207,29 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned count,
   if (!path || !*path)
     return fail("REWIRE_CUDA_EMULATOR_KERNELS is not set: compile the artifact with "
                 "rewire-compile --target=cuda --emulator-kernels=FILE and set it to FILE");
-  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char *why = dlerror();
-    return fail(std::string("cannot load the emulator kernels: ") + (why ? why : path));
+  auto bytes = static_cast<const unsigned char *>(image);
+  uint64_t hash = fnv1a(bytes, imageSize(bytes));
+  std::string problems;
+  for (const std::string &file : kernelFiles(path)) {
+    void *library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *why = dlerror();
+      problems += std::string("; cannot load the emulator kernels: ") + (why ? why : file.c_str());
+      continue;
+    }
+    auto hashes = static_cast<const uint64_t *>(dlsym(library, "rewire_emu_image_hashes"));
+    for (uint64_t i = 0; hashes && i < hashes[0]; ++i)
+      if (hashes[1 + i] == hash) {
+        *module = new CUmod_st{library};
+        return kSuccess;
+      }
+    problems += "; '" + file + "' " +
+                (hashes ? "was compiled with another artifact" : "is not an emulator kernels file");
+    dlclose(library);
   }
-  *module = new CUmod_st{library};
-  return kSuccess;
+  return fail("no emulator kernels in REWIRE_CUDA_EMULATOR_KERNELS='" + std::string(path) +
+              "' belong to this artifact's image" + problems +
+              " (recompile the artifact with --emulator-kernels=FILE)");
 }
 CUresult cuModuleUnload(CUmodule module) {
   if (module)
@@ -159,8 +242,7 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *
   auto call = reinterpret_cast<void (*)(void **)>(dlsym(module->library, ("rewire_call_" + n).c_str()));
   auto argc = static_cast<const int *>(dlsym(module->library, ("rewire_emu_argc_" + n).c_str()));
   if (!call || !argc) {
-    report("the emulator kernels have no kernel '" + n +
-           "': were they compiled with the same artifact?");
+    report("the emulator kernels have no kernel '" + n + "'");
     return kNotFound;
   }
   // Functions live as long as the process (as the module's would).
