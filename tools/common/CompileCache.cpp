@@ -79,7 +79,17 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   std::string dir = root + "/" + hash;
   std::string artifact = dir + "/model.rwx";
   bool mlir = model.size() > 5 && model.compare(model.size() - 5, 5, ".mlir") == 0;
-  if (::stat(artifact.c_str(), &st) == 0 && !mlir)
+  // On the CUDA emulator (REWIRE_CUDA_EMULATOR_KERNELS naming a folder),
+  // CUDA compiles also write their emulator kernels there (docs/cuda.md).
+  std::string emulatorKernels;
+  const char *emu = std::getenv("REWIRE_CUDA_EMULATOR_KERNELS");
+  bool cuda = false;
+  for (const std::string &f : flags)
+    cuda |= f == "--target=cuda";
+  if (cuda && emu && *emu && ::stat(emu, &st) == 0 && S_ISDIR(st.st_mode))
+    emulatorKernels = std::string(emu) + "/" + hash + ".emu.so";
+  if (::stat(artifact.c_str(), &st) == 0 && !mlir &&
+      (emulatorKernels.empty() || ::stat(emulatorKernels.c_str(), &st) == 0))
     return artifact;
   std::string mk = "mkdir -p '" + dir + "'";
   for (char c : dir)
@@ -96,6 +106,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
     die("cannot create '" + tmp + "' (set REWIRE_CACHE_DIR)", 4);
   std::vector<std::string> args = {compiler, model, "-o", tmp + "/model.rwx"};
   args.insert(args.end(), flags.begin(), flags.end());
+  if (!emulatorKernels.empty())
+    args.push_back("--emulator-kernels=" + emulatorKernels);
   int rc = runTool(args);
   if (rc != 0) {
     std::system(("rm -rf '" + tmp + "'").c_str());
