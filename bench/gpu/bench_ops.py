@@ -2,9 +2,12 @@
 
 Rows 32768 x 4096 features (512 MiB per f32 tensor): every function moves
 at least 1 GB (inputs read + output written). Printed to stdout. The same
-equations are written for PyTorch in torch_bench.py.
+equations are written for PyTorch in torch_bench.py. $BENCH_ROWS overrides
+the rows (prepare.sh's emulator dry run uses a few).
 """
-ROWS, D = 32768, 4096
+import os
+
+ROWS, D = int(os.environ.get("BENCH_ROWS", "32768")), 4096
 T = f"tensor<{ROWS}x{D}xf32>"
 V = f"tensor<{D}xf32>"
 R1 = f"tensor<{ROWS}x1xf32>"

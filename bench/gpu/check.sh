@@ -15,20 +15,26 @@ for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
   [ -e "$d/libcuda.so.1" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
 done
 # cuBLAS from the nvidia-cublas wheel PyTorch uses, when no toolkit is on the path.
-CUBLAS=$(python3 -c "import importlib.util as u; s=u.find_spec('nvidia.cublas'); print(list(s.submodule_search_locations)[0] + '/lib')" 2>/dev/null)
+CUBLAS=$(${PYTHON:-python3} -c "import importlib.util as u; s=u.find_spec('nvidia.cublas'); print(list(s.submodule_search_locations)[0] + '/lib')" 2>/dev/null)
 [ -n "$CUBLAS" ] && export LD_LIBRARY_PATH="$CUBLAS:$LD_LIBRARY_PATH"
+# EMULATE=1: the dry run on the CUDA emulator (prepared with EMULATE=1).
+if [ "${EMULATE:-0}" = 1 ]; then
+  export REWIRE_LIBCUDA="$DIR/lib/librewire_cuda_emu.so" REWIRE_LIBCUBLAS="$DIR/lib/librewire_cuda_emu.so" \
+    REWIRE_CUDA_EMULATOR_KERNELS="$DIR/emu"
+fi
+PY=${PYTHON:-python3}
 RUN="$DIR/bin/rewire-run"
 {
   echo "# device check $(date -u +%Y-%m-%dT%H:%MZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
-  python3 "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
+  "$PY" "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
 } 2>&1 | tee "$RES/parity.txt"
 
 # Training: 20 AdamW steps on the GPU against the CPU's loss curve.
 {
   flags=$(sed "s|--data=[^ ]*|--data=$DIR/train/tokens.bin|" "$DIR/train/flags.txt")
   "$DIR/bin/rewire-train" "$DIR/train/model.rwx" --device=cuda $flags --metrics="$RES/gpu-train.csv" 2>&1 | tail -2
-  python3 -c "
+  "$PY" -c "
 import numpy as np
 c = np.loadtxt('$DIR/train/cpu.csv', delimiter=',', skiprows=1)[:, 1]
 g = np.loadtxt('$RES/gpu-train.csv', delimiter=',', skiprows=1)[:, 1]
@@ -38,12 +44,13 @@ print('train: %d steps, loss %.5f -> %.5f (CPU %.5f -> %.5f), max rel diff %.2e:
 } 2>&1 | tee "$RES/train.txt"
 
 B="$DIR/bench/ops.rwcu"
-T=32768x4096xf32
+ROWS=$(cat "$DIR/bench/rows.txt" 2>/dev/null || echo 32768)
+T=${ROWS}x4096xf32
 declare -A INPUTS=(
   [add]="--input=$T=0.5 --input=$T=0.25"
   [scale_add]="--input=$T=0.5 --input=$T=0.25 --input=4096xf32=0.1"
   [mix3]="--input=$T=0.5 --input=$T=0.25 --input=$T=0.125 --input=2xf32=0.1"
-  [nag_add]="--input=$T=0.5 --input=$T=0.25 --input=f32=0.1 --input=32768x1xf32=0.5"
+  [nag_add]="--input=$T=0.5 --input=$T=0.25 --input=f32=0.1 --input=${ROWS}x1xf32=0.5"
   [layer_norm]="--input=$T=0.5 --input=4096xf32=1 --input=4096xf32=0"
   [rms_norm]="--input=$T=0.5 --input=4096xf32=1"
   [softmax]="--input=$T=0.5"
@@ -54,5 +61,9 @@ declare -A INPUTS=(
       | grep -E "^profile:|device time|error" | sed "s/^/rewire $fn: /"
   done
 } 2>&1 | tee "$RES/rewire-bench.txt"
-python3 "$(dirname "$0")/torch_bench.py" 2>&1 | tee "$RES/torch-bench.txt"
-python3 "$(dirname "$0")/summarize.py" "$RES" | tee "$RES/summary.md"
+if [ "${EMULATE:-0}" = 1 ]; then
+  echo "(emulator dry run: no PyTorch GPU side)" | tee "$RES/torch-bench.txt"
+else
+  "$PY" "$(dirname "$0")/torch_bench.py" 2>&1 | tee "$RES/torch-bench.txt"
+fi
+"$PY" "$(dirname "$0")/summarize.py" "$RES" | tee "$RES/summary.md"

@@ -4,6 +4,9 @@
 # and gathers what the device needs (rewire-run and the runtime library: no
 # MLIR, no LLVM) into build/gpu-check. Then, with the device tool:
 #   run(command="bash bench/gpu/check.sh build/gpu-check", carry=["build/gpu-check"])
+# EMULATE=1 prepares a dry run on the CUDA emulator instead (kernels for the
+# CPU in OUT/emu, a small benchmark size): `EMULATE=1 bash bench/gpu/check.sh
+# build/gpu-check` then runs the whole check here, without PyTorch's GPU side.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$ROOT/build/gpu-check}
@@ -13,16 +16,28 @@ PY=/usr/bin/python3
 export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 rm -rf "$OUT" && mkdir -p "$OUT"/{bin,lib,parity,bench}
 cp "$BIN/rewire-run" "$BIN/rewire-train" "$OUT/bin/" && cp "$ROOT/build/lib/librewire_runtime.so" "$OUT/lib/"
+# cuda_compile SOURCE ARTIFACT [FLAGS]: for the GPU, plus the emulator's
+# kernels with EMULATE=1.
+if [ "${EMULATE:-0}" = 1 ]; then
+  mkdir -p "$OUT/emu" && cp "$ROOT/build/lib/librewire_cuda_emu.so" "$OUT/lib/"
+  export REWIRE_CUDA_EMULATOR_KERNELS="$OUT/emu" BENCH_ROWS=${BENCH_ROWS:-64}
+fi
+cuda_compile() {
+  local src=$1 art=$2; shift 2
+  local emu=() rel=${art#"$OUT"/}
+  [ "${EMULATE:-0}" = 1 ] && emu=(--emulator-kernels="$OUT/emu/${rel//\//-}.emu.so")
+  "$BIN/rewire-compile" "$src" --target=cuda -o "$art" "$@" "${emu[@]}"
+}
 
 # Parity: every row op, CPU (libm) reference outputs next to the inputs.
 $PY "$ROOT/test/GPU/Inputs/row_ops.py" > "$OUT/parity/ops.mlir"
 "$BIN/rewire-compile" "$OUT/parity/ops.mlir" --precise-math -o "$OUT/parity/ops.rwx"
-"$BIN/rewire-compile" "$OUT/parity/ops.mlir" --target=cuda -o "$OUT/parity/ops.rwcu"
+cuda_compile "$OUT/parity/ops.mlir" "$OUT/parity/ops.rwcu"
 forms="none review nag ancre denseformer highway lpa"
 for f in $forms; do
   flags=""; [ "$f" = none ] || flags="--residual=$f"
   "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math $flags -o "$OUT/parity/gpt-$f.rwx"
-  "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda $flags -o "$OUT/parity/gpt-$f.rwcu"
+  cuda_compile "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" "$OUT/parity/gpt-$f.rwcu" $flags
 done
 # Real PyTorch models (GPT, LLaMA, BERT, ResNet-18; the models-exec test's)
 # exported to ONNX, with their inputs.
@@ -32,12 +47,12 @@ for m in $models; do
   $PY "$ROOT/test/Conversion/Inputs/run_model.py" "$OUT/models" $m > /dev/null
   cp "$OUT/models/$m-x.npy" "$OUT/parity/model-$m.forward.in0.npy"
   "$BIN/rewire-compile" "$OUT/models/$m.onnx" --precise-math -o "$OUT/parity/model-$m.rwx"
-  "$BIN/rewire-compile" "$OUT/models/$m.onnx" --target=cuda -o "$OUT/parity/model-$m.rwcu"
+  cuda_compile "$OUT/models/$m.onnx" "$OUT/parity/model-$m.rwcu"
 done
 rm -rf "$OUT/models"
 # A whole AdamW train step of the tiny GPT (forward, backward, optimizer).
 "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math --train=adamw -o "$OUT/parity/gpt-train.rwx"
-"$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda --train=adamw -o "$OUT/parity/gpt-train.rwcu"
+cuda_compile "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" "$OUT/parity/gpt-train.rwcu" --train=adamw
 $PY - "$OUT/parity" "$ROOT" "$forms" "$models" <<'PYEOF'
 import os, subprocess, sys
 import numpy as np
@@ -133,5 +148,6 @@ echo "$TRAIN_FLAGS" > "$OUT/train/flags.txt"
 
 # Benchmark: the fused kernels at >= 1 GB of traffic each.
 $PY "$ROOT/bench/gpu/bench_ops.py" > "$OUT/bench/ops.mlir"
-"$BIN/rewire-compile" "$OUT/bench/ops.mlir" --target=cuda -o "$OUT/bench/ops.rwcu"
+cuda_compile "$OUT/bench/ops.mlir" "$OUT/bench/ops.rwcu"
+echo "${BENCH_ROWS:-32768}" > "$OUT/bench/rows.txt"
 du -sh "$OUT"
