@@ -95,7 +95,9 @@ listing = subprocess.run([sys.executable, root + "/test/GPU/Inputs/row_ops.py", 
                          capture_output=True, text=True, check=True).stdout
 for line in listing.splitlines():
     name, *shapes = line.split()
-    cases.append(("ops", name, [("f32", () if s == "scalar" else tuple(int(d) for d in s.split("x"))) for s in shapes]))
+    cases.append(("ops", name, [("i64" if s.startswith("i64:") else "f32",
+                                 () if s == "scalar" else tuple(int(d) for d in s.split(":")[-1].split("x")))
+                                for s in shapes]))
 for f in forms:
     cases.append(("gpt-" + f, "forward", [("i64", (2, 8))]))
 cases.append(("gpt-train", "train_step", None))

@@ -51,7 +51,8 @@ rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &op
       }
   if (failed(runPipeline(
           *copy,
-          "rewire-kernels-to-emulator,canonicalize,expand-strided-metadata,lower-affine,"
+          "gpu.module(lower-affine,convert-scf-to-cf),rewire-kernels-to-emulator,canonicalize,"
+          "expand-strided-metadata,lower-affine,"
           "finalize-memref-to-llvm,func.func(convert-scf-to-cf),convert-math-to-llvm,"
           "convert-math-to-libm,convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
           "convert-to-llvm,reconcile-unrealized-casts",

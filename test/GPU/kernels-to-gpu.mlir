@@ -1,5 +1,5 @@
 // rewire-kernels-to-gpu: launch geometry and the shape of each kernel.
-// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg,convert-residual-to-linalg,canonicalize,rewire-fuse-elementwise,canonicalize),rewire-outline-kernels,canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=infer-layout-map},buffer-results-to-out-params{hoist-static-allocs},canonicalize,rewire-kernels-to-gpu,canonicalize)" | FileCheck %s
+// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg{scatter-as-reduction},convert-residual-to-linalg,canonicalize,rewire-fuse-elementwise,canonicalize),rewire-outline-kernels,canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=infer-layout-map},buffer-results-to-out-params{hoist-static-allocs},canonicalize,rewire-kernels-to-gpu,canonicalize)" | FileCheck %s
 
 // Narrow rows: a warp per row, 8 rows per block (15 rows: 2 blocks, the
 // last row-guarded), 16-byte vectors, warp reductions as xor shuffles.
@@ -62,4 +62,26 @@ func.func @slices(%x: tensor<4x128xf32>) -> tensor<4x64xf32> {
 func.func @bias_grad(%x: tensor<64x128x768xf32>) -> tensor<768xf32> {
   %0 = nn.reduce_sum %x {axes = array<i64: 0, 1>, keepdims = false} : (tensor<64x128x768xf32>) -> tensor<768xf32>
   return %0 : tensor<768xf32>
+}
+
+// -----
+
+// An embedding gradient (convert-nn-to-linalg{scatter-as-reduction}): a
+// block per table row (1000 blocks), 256 threads over the 768 features (3
+// each); tiles of 256 positions are checked with a block reduction and only
+// tiles with a hit are walked in order.
+// CHECK-LABEL: func.func @embedding_grad(
+// CHECK-DAG: %[[ROWS:.*]] = arith.constant 1000 : index
+// CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @kernels::@embedding_grad_k{{[0-9]+}} blocks in (%[[ROWS]], %{{.*}}, %{{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) args(%{{.*}} : memref<1024xi64>, %{{.*}} : memref<1024x768xf32>, %{{.*}} : memref<1000x768xf32>)
+// CHECK: gpu.func @embedding_grad_k{{[0-9]+}}(%{{.*}}: memref<1024xi64>, %{{.*}}: memref<1024x768xf32>, %{{.*}}: memref<1000x768xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: scf.for {{.*}} -> (f32, f32, f32)
+// CHECK: arith.cmpi eq
+// CHECK: gpu.all_reduce  add
+// CHECK: scf.if {{.*}} -> (f32, f32, f32)
+// CHECK: scf.for {{.*}} -> (f32, f32, f32)
+// CHECK-COUNT-3: memref.store {{.*}} : memref<1000x768xf32>
+func.func @embedding_grad(%ids: tensor<8x128xi64>, %g: tensor<8x128x768xf32>) -> tensor<1000x768xf32> {
+  %0 = nn.scatter_add %g, %ids : (tensor<8x128x768xf32>, tensor<8x128xi64>) -> tensor<1000x768xf32>
+  return %0 : tensor<1000x768xf32>
 }

@@ -26,8 +26,77 @@ constexpr int64_t kSplitX = 32, kSplitY = 16;
 constexpr int64_t kSplitMinExtent = 64, kSplitMaxOutputs = 65536;
 } // namespace
 
+FailureOr<KernelFrame> beginKernel(linalg::GenericOp op, ArrayRef<Value> operands,
+                                   mlir::gpu::GPUModuleOp module, StringRef name,
+                                   ArrayRef<Type> shared, std::array<int64_t, 3> block,
+                                   OpBuilder &b) {
+  Location loc = op.getLoc();
+  b.setInsertionPointToEnd(module.getBody());
+  SmallVector<Type> params;
+  for (Value v : operands)
+    params.push_back(v.getType());
+  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}), shared);
+  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(block[0]),
+                                                     static_cast<int32_t>(block[1]),
+                                                     static_cast<int32_t>(block[2])}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  auto ret = mlir::gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(ret);
+
+  // Parameters: the op's memref operands in order, then the buffers its
+  // body reads (`operands` follows the same order).
+  KernelFrame frame;
+  frame.func = func;
+  IRMapping &mapping = frame.mapping;
+  unsigned next = 0;
+  SmallVector<Value> &operandParams = frame.operandParams;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (isa<MemRefType>(operand.get().getType()))
+      operandParams.push_back(entry.getArgument(next++));
+    else
+      operandParams.push_back(Value());
+  }
+  llvm::SetVector<Value> captured;
+  op.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (!op.getRegion().isAncestor(v.getParentRegion()))
+        captured.insert(v);
+  });
+  for (Value v : captured) {
+    if (isa<MemRefType>(v.getType())) {
+      if (next >= entry.getNumArguments()) {
+        func.erase();
+        return op.emitError("rewire-kernels-to-gpu: internal: too few kernel operands");
+      }
+      mapping.map(v, entry.getArgument(next++));
+    } else if (Operation *def = v.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>()) {
+      b.clone(*def, mapping);
+    } else {
+      func.erase();
+      return op.emitError("rewire-kernels-to-gpu: the body reads a value computed on the host");
+    }
+  }
+  // Scalar (non-buffer) operands must be constants: cloned in.
+  for (auto [operand, p] : llvm::zip(op->getOpOperands(), operandParams)) {
+    if (p)
+      continue;
+    Operation *def = operand.get().getDefiningOp();
+    if (!def || !def->hasTrait<OpTrait::ConstantLike>()) {
+      func.erase();
+      return op.emitError("rewire-kernels-to-gpu: a scalar operand computed on the host");
+    }
+    b.clone(*def, mapping);
+  }
+
+  return frame;
+}
+
 FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operands,
                                     mlir::gpu::GPUModuleOp module, StringRef name) {
+  if (std::optional<Guard> g = matchGuardedReduction(op))
+    return emitGuardedReduction(op, *g, operands, module, name);
   Location loc = op.getLoc();
   OpBuilder b(op.getContext());
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
@@ -73,59 +142,12 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
           mlir::gpu::AddressSpaceAttr::get(op.getContext(), mlir::gpu::AddressSpace::Workgroup)));
   int64_t threadsX = split ? kSplitX : kThreads, threadsY = split ? kSplitY : 1;
 
-  b.setInsertionPointToEnd(module.getBody());
-  SmallVector<Type> params;
-  for (Value v : operands)
-    params.push_back(v.getType());
-  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}), shared);
-  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(threadsX), static_cast<int32_t>(threadsY), 1}));
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  auto ret = mlir::gpu::ReturnOp::create(b, loc);
-  b.setInsertionPoint(ret);
-
-  // Parameters: the op's memref operands in order, then the buffers its
-  // body reads (`operands` follows the same order).
-  IRMapping mapping;
-  unsigned next = 0;
-  SmallVector<Value> operandParams; // per op operand: its parameter, or null
-  for (OpOperand &operand : op->getOpOperands()) {
-    if (isa<MemRefType>(operand.get().getType()))
-      operandParams.push_back(entry.getArgument(next++));
-    else
-      operandParams.push_back(Value());
-  }
-  llvm::SetVector<Value> captured;
-  op.getRegion().walk([&](Operation *inner) {
-    for (Value v : inner->getOperands())
-      if (!op.getRegion().isAncestor(v.getParentRegion()))
-        captured.insert(v);
-  });
-  for (Value v : captured) {
-    if (isa<MemRefType>(v.getType())) {
-      if (next >= entry.getNumArguments())
-        return op.emitError("rewire-kernels-to-gpu: internal: too few kernel operands");
-      mapping.map(v, entry.getArgument(next++));
-    } else if (Operation *def = v.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>()) {
-      b.clone(*def, mapping);
-    } else {
-      func.erase();
-      return op.emitError("rewire-kernels-to-gpu: the body reads a value computed on the host");
-    }
-  }
-  // Scalar (non-buffer) operands must be constants: cloned in.
-  for (auto [operand, p] : llvm::zip(op->getOpOperands(), operandParams)) {
-    if (p)
-      continue;
-    Operation *def = operand.get().getDefiningOp();
-    if (!def || !def->hasTrait<OpTrait::ConstantLike>()) {
-      func.erase();
-      return op.emitError("rewire-kernels-to-gpu: a scalar operand computed on the host");
-    }
-    b.clone(*def, mapping);
-  }
+  auto frame = beginKernel(op, operands, module, name, shared, {threadsX, threadsY, 1}, b);
+  if (failed(frame))
+    return failure();
+  mlir::gpu::GPUFuncOp func = frame->func;
+  IRMapping &mapping = frame->mapping;
+  SmallVector<Value> &operandParams = frame->operandParams;
 
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value bid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);

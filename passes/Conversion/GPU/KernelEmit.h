@@ -16,6 +16,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <array>
+#include <optional>
 
 namespace rewire::gpu {
 
@@ -44,6 +45,42 @@ mlir::FailureOr<Launch> emitRowKernel(mlir::func::FuncOp kernel,
 mlir::FailureOr<Launch> emitGenericKernel(mlir::linalg::GenericOp op,
                                           llvm::ArrayRef<mlir::Value> operands,
                                           mlir::gpu::GPUModuleOp module, llvm::StringRef name);
+
+/// A kernel function for one linalg op under construction: its parameters
+/// (the op's memref operands, then the buffers its body reads: `operands`
+/// gives their static types), constants the body uses cloned in, and the
+/// builder before the final gpu.return.
+struct KernelFrame {
+  mlir::gpu::GPUFuncOp func;
+  /// Outside values (captured buffers, constants) to their kernel values.
+  mlir::IRMapping mapping;
+  /// Per op operand: its kernel parameter, or null (a cloned constant).
+  llvm::SmallVector<mlir::Value> operandParams;
+};
+mlir::FailureOr<KernelFrame> beginKernel(mlir::linalg::GenericOp op,
+                                         llvm::ArrayRef<mlir::Value> operands,
+                                         mlir::gpu::GPUModuleOp module, llvm::StringRef name,
+                                         llvm::ArrayRef<mlir::Type> shared,
+                                         std::array<int64_t, 3> block, mlir::OpBuilder &b);
+
+/// A reduction of one output over one reduction loop whose payload is
+/// `select(cond, x, acc)` with `cond` the same at every point of the
+/// innermost parallel loop (`feature`): most terms are skipped.
+struct Guard {
+  unsigned reduction = 0, feature = 0;
+  /// The other parallel loops, outermost first.
+  llvm::SmallVector<unsigned> rows;
+  mlir::Value cond;
+};
+std::optional<Guard> matchGuardedReduction(mlir::linalg::GenericOp op);
+
+/// A block per row checks 256 positions at a time for hits (one block
+/// reduction per tile) and walks only tiles with a hit, in order
+/// (GuardedReduction.cpp). emitGenericKernel uses it when the op matches.
+mlir::FailureOr<Launch> emitGuardedReduction(mlir::linalg::GenericOp op, const Guard &g,
+                                             llvm::ArrayRef<mlir::Value> operands,
+                                             mlir::gpu::GPUModuleOp module,
+                                             llvm::StringRef name);
 
 /// Clones `body`'s payload (all but the yield) at `b` with `m` mapping its
 /// block arguments and outside values; each linalg.index takes

@@ -98,7 +98,8 @@ def main():
     compile_cuda(module, gpu)
     for line in run([sys.executable, os.path.join(HERE, "row_ops.py"), "--list"]).splitlines():
         name, *shapes = line.split()
-        specs = [("f32", () if s == "scalar" else tuple(int(d) for d in s.split("x")))
+        specs = [("i64" if s.startswith("i64:") else "f32",
+                  () if s == "scalar" else tuple(int(d) for d in s.split(":")[-1].split("x")))
                  for s in shapes]
         ok &= parity(out, cpu, gpu, name, specs, rng, name)
     if "--gpt" in sys.argv:

@@ -5,7 +5,8 @@ vectors and a partial last chunk (1000), a block with 2-wide vectors (4098).
 Rows are 3 x 5 = 15: not a multiple of the 8 rows a warp-mode block takes.
 
 Used by the PTX checks (compile-only) and by the CPU-vs-GPU execution test.
-Prints the module; with --list prints `name input-shapes` lines instead.
+Prints the module; with --list prints `name input-shapes` lines instead
+(f32 unless marked `i64:`; i64 inputs are ids in [0, 64)).
 """
 import sys
 
@@ -13,8 +14,8 @@ ROWS = (3, 5)
 WIDTHS = (64, 37, 1000, 4098)
 
 
-def t(shape):
-    return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + "f32>"
+def t(shape, dtype="f32"):
+    return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + dtype + ">"
 
 
 def ops(w):
@@ -48,6 +49,12 @@ def ops(w):
     C = (16, 8, w)
     yield (f"colsum_{w}", [("x", C)],
            f"nn.reduce_sum %x {{axes = array<i64: 0, 1>, keepdims = false}} : ({t(C)}) -> {t((w,))}")
+    # An embedding gradient (64-row table, 12 x 50 = 600 positions: three
+    # tiles of 256, the last partial): the guarded-reduction kernel.
+    if w <= 1000:
+        P = (12, 50)
+        yield (f"embedding_grad_{w}", [("u", P + (w,)), ("ids", P, "i64")],
+               f"nn.scatter_add %u, %ids : ({t(P + (w,))}, {t(P, 'i64')}) -> {t((64, w))}")
 
 
 def main():
@@ -57,11 +64,13 @@ def main():
         for name, args, body in ops(w):
             if listing:
                 out.append(name + " " + " ".join(
-                    "x".join(str(d) for d in s) if s else "scalar" for _, s in args))
+                    ("i64:" if a[2:] == ("i64",) else "") +
+                    ("x".join(str(d) for d in a[1]) if a[1] else "scalar") for a in args))
                 continue
-            sig = ", ".join(f"%{n}: {t(s)}" for n, s in args)
+            sig = ", ".join(f"%{a[0]}: {t(a[1], *a[2:])}" for a in args)
             rt = (t(ROWS + (1,)) if name.startswith("nag_gate")
-                  else t((w,)) if name.startswith("colsum") else t(ROWS + (w,)))
+                  else t((w,)) if name.startswith("colsum")
+                  else t((64, w)) if name.startswith("embedding_grad") else t(ROWS + (w,)))
             out.append(f"  func.func @{name}({sig}) -> {rt} {{")
             out.append(f"    %0 = {body}")
             out.append(f"    return %0 : {rt}")
