@@ -212,7 +212,11 @@ def KernelsToEmulator : Pass<"rewire-kernels-to-emulator", "::mlir::ModuleOp"> {
     64-bit shuffles are first expanded by the patterns
     `convert-gpu-to-nvvm` applies. Workgroup attributions become private
     `memref.global`s (the emulator runs one block at a time), private
-    attributions `memref.alloca`s; gpu address spaces are dropped.
+    attributions `memref.alloca`s; gpu address spaces are dropped. Every
+    `memref.load`/`store` and `vector.load`/`store` is preceded by a call
+    of `rewire_emu_check(in_bounds, access_number)` against its view's
+    static shape (a vector access: its last element), so an out-of-bounds
+    access fails the launch instead of reading a neighbour's data.
 
     Everything else in the module (the host functions: the artifact's
     schedule is the host side) is erased. Any other gpu op is an error.

@@ -10,9 +10,17 @@
 // CHECK: %[[TID:.*]] = call @rewire_emu_thread_id(%[[X]]) : (i32) -> index
 // CHECK: call @rewire_emu_block_id
 // CHECK: call @rewire_emu_block_dim
+// Every access is bounds-checked first, numbered in order.
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %[[C64:.*]] : index
+// CHECK: %[[OK:.*]] = arith.andi %{{.*}}, %[[IN]] : i1
+// CHECK: %[[SITE0:.*]] = arith.constant 0 : i32
+// CHECK: call @rewire_emu_check(%[[OK]], %[[SITE0]]) : (i1, i32) -> ()
+// CHECK-NEXT: memref.load
 // CHECK: %[[V:.*]] = call @rewire_emu_shuffle_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (f32, i32, i32, i32) -> f32
 // CHECK: call @rewire_emu_shuffle_valid
-// CHECK: memref.store %[[V]], %[[SHARED]][%[[TID]]] : memref<32xf32>
+// CHECK: %[[SITE1:.*]] = arith.constant 1 : i32
+// CHECK: call @rewire_emu_check(%{{.*}}, %[[SITE1]])
+// CHECK-NEXT: memref.store %[[V]], %[[SHARED]][%[[TID]]] : memref<32xf32>
 // CHECK: call @rewire_emu_barrier() : () -> ()
 // CHECK: return
 // CHECK: func.func private @rewire_emu_thread_id(i32) -> index

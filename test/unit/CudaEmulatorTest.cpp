@@ -18,6 +18,7 @@ int64_t rewire_emu_thread_id(int32_t);
 int64_t rewire_emu_block_id(int32_t);
 int64_t rewire_emu_block_dim(int32_t);
 void rewire_emu_barrier();
+void rewire_emu_check(bool, int32_t);
 float rewire_emu_shuffle_f32(float, int32_t, int32_t, int32_t);
 bool rewire_emu_shuffle_valid(int32_t, int32_t, int32_t);
 }
@@ -134,6 +135,18 @@ TEST(CudaEmulator, LaneOutsideItsMaskFails) {
     static_cast<float *>(b[0])[t] = rewire_emu_shuffle_f32(1.0f, 1, 16, kXor);
   };
   EXPECT_EQ(launch(kernel, 1, 32, out.data()), kLaunchFailed);
+}
+
+TEST(CudaEmulator, OutOfBoundsAccessStopsTheLaunch) {
+  std::vector<float> out(64, -1.0f);
+  auto kernel = [](void **b) {
+    int64_t i = globalId();
+    rewire_emu_check(i < 48, 3);
+    static_cast<float *>(b[0])[i] = 1.0f;
+  };
+  EXPECT_EQ(launch(kernel, 2, 32, out.data()), kIllegalAddress);
+  // The faulting thread's store never happened.
+  EXPECT_EQ(out[48], -1.0f);
 }
 
 TEST(CudaEmulator, InvalidGeometryIsRejected) {

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -36,6 +37,7 @@ constexpr const char *kBarrier = "rewire_emu_barrier";
 constexpr const char *kShuffleF32 = "rewire_emu_shuffle_f32";
 constexpr const char *kShuffleI32 = "rewire_emu_shuffle_i32";
 constexpr const char *kShuffleValid = "rewire_emu_shuffle_valid";
+constexpr const char *kCheck = "rewire_emu_check";
 
 /// `memref` without a gpu address space (host memory is one space).
 Type hostType(Type t) {
@@ -171,6 +173,50 @@ LogicalResult KernelsToEmulator::convert(ModuleOp module, gpu::GPUFuncOp kernel,
       for (Block &block : r)
         for (BlockArgument a : block.getArguments())
           a.setType(hostType(a.getType()));
+  });
+
+  // Every access is bounds-checked against its view's shape first (a
+  // vector access: its last element); the emulator fails the launch with
+  // CUDA_ERROR_ILLEGAL_ADDRESS, naming the access by its order in the kernel.
+  auto check = declare(module, kCheck, {i1, i32}, {});
+  int site = 0;
+  fn.walk([&](Operation *op) {
+    Value memref;
+    ValueRange indices;
+    int64_t width = 1;
+    if (auto l = dyn_cast<memref::LoadOp>(op)) {
+      memref = l.getMemref();
+      indices = l.getIndices();
+    } else if (auto st = dyn_cast<memref::StoreOp>(op)) {
+      memref = st.getMemref();
+      indices = st.getIndices();
+    } else if (auto l = dyn_cast<vector::LoadOp>(op)) {
+      memref = l.getBase();
+      indices = l.getIndices();
+      width = l.getVectorType().getShape().back();
+    } else if (auto st = dyn_cast<vector::StoreOp>(op)) {
+      memref = st.getBase();
+      indices = st.getIndices();
+      width = st.getVectorType().getShape().back();
+    } else {
+      return;
+    }
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.hasStaticShape() || indices.empty())
+      return;
+    OpBuilder cb(op);
+    Location loc = op->getLoc();
+    Value ok = arith::ConstantIntOp::create(cb, loc, 1, 1);
+    for (auto [k, index] : llvm::enumerate(indices)) {
+      int64_t bound = type.getDimSize(k) - (k + 1 == indices.size() ? width - 1 : 0);
+      Value in = bound <= 0 ? arith::ConstantIntOp::create(cb, loc, 0, 1).getResult()
+                            : arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, index,
+                                                    arith::ConstantIndexOp::create(cb, loc, bound))
+                                  .getResult();
+      ok = arith::AndIOp::create(cb, loc, ok, in);
+    }
+    Value id = arith::ConstantIntOp::create(cb, loc, site++, 32);
+    func::CallOp::create(cb, loc, check, ValueRange{ok, id});
   });
   return success();
 }

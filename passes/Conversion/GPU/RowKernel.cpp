@@ -407,9 +407,15 @@ LogicalResult RowEmitter::emitGeneric(linalg::GenericOp op) {
       if (!operands[i].empty())
         m.map(body.getArgument(i), operands[i][lane]);
     }
+    // A chunk past the row's end computes on feature 0 (its results are
+    // never stored or reduced): loads in the payload (gathers) stay in
+    // bounds.
     return clonePayload(b, body, m, [&](unsigned d) -> Value {
-      return d < rows.size() ? rowIndex[d]
-                             : arith::AddIOp::create(b, loc, cols[k], constIndex(v)).getResult();
+      if (d < rows.size())
+        return rowIndex[d];
+      Value col = arith::AddIOp::create(b, loc, cols[k], constIndex(v));
+      return valid[k] ? arith::SelectOp::create(b, loc, valid[k], col, constIndex(0)).getResult()
+                      : col;
     });
   };
 

@@ -26,7 +26,7 @@ namespace {
 constexpr unsigned kWarpSize = 32;
 constexpr size_t kStackBytes = 256 << 10;
 
-enum class State { ready, barrier, shuffle, done };
+enum class State { ready, barrier, shuffle, done, faulted };
 
 struct Thread {
   ucontext_t context;
@@ -45,6 +45,8 @@ struct Launch {
   std::vector<Thread> threads;
   Thread *current = nullptr;
   ucontext_t scheduler;
+  /// The first out-of-bounds access of the block: its number in the kernel.
+  int faultSite = -1;
 };
 
 std::mutex launchMutex;
@@ -160,12 +162,21 @@ CUresult runBlock() {
     t.context.uc_link = &launch.scheduler;
     makecontext(&t.context, threadMain, 0);
   }
+  launch.faultSite = -1;
   for (;;) {
     size_t done = 0, barrier = 0, waiting = 0;
     for (Thread &t : ts) {
       if (t.state == State::ready) {
         launch.current = &t;
         swapcontext(&launch.scheduler, &t.context);
+      }
+      if (t.state == State::faulted) {
+        report(where() + ", thread (" + std::to_string(t.id[0]) + "," + std::to_string(t.id[1]) +
+               "," + std::to_string(t.id[2]) + "): memory access #" +
+               std::to_string(launch.faultSite) +
+               " of the kernel is out of its buffer's bounds (rewire-opt "
+               "--rewire-kernels-to-emulator numbers the accesses)");
+        return kIllegalAddress;
       }
       done += t.state == State::done;
       barrier += t.state == State::barrier;
@@ -244,6 +255,13 @@ int64_t rewire_emu_block_id(int32_t d) { return launch.blockId[d % 3]; }
 int64_t rewire_emu_block_dim(int32_t d) { return launch.block[d % 3]; }
 int64_t rewire_emu_grid_dim(int32_t d) { return launch.grid[d % 3]; }
 void rewire_emu_barrier() { park(State::barrier); }
+// A faulted thread is never resumed: its access does not happen.
+void rewire_emu_check(bool inBounds, int32_t site) {
+  if (inBounds)
+    return;
+  launch.faultSite = site;
+  park(State::faulted);
+}
 
 static uint32_t shuffleBits(uint32_t value, int32_t offset, int32_t width, int32_t mode) {
   Thread *t = launch.current;
