@@ -55,8 +55,10 @@ struct Kernel {
 };
 
 /// Runs `kernel` over the grid, a block at a time, one fiber per thread;
-/// `buffers` are the kernel's arguments. Returns kLaunchFailed (with a
-/// message on stderr) for divergent collectives or deadlocks.
+/// `buffers` are the kernel's arguments. Returns (with a message on
+/// stderr) kLaunchFailed for divergent collectives or deadlocks,
+/// kIllegalAddress for an out-of-bounds access (rewire_emu_check),
+/// kInvalidValue for a bad geometry.
 CUresult runGrid(const Kernel &kernel, const unsigned grid[3], const unsigned block[3],
                  std::vector<void *> buffers);
 
