@@ -85,3 +85,22 @@ func.func @embedding_grad(%ids: tensor<8x128xi64>, %g: tensor<8x128x768xf32>) ->
   %0 = nn.scatter_add %g, %ids : (tensor<8x128x768xf32>, tensor<8x128xi64>) -> tensor<1000x768xf32>
   return %0 : tensor<1000x768xf32>
 }
+
+// -----
+
+// Rows too wide for a row kernel's registers (a vocabulary-wide softmax):
+// no row group; each reduction is a block of 256 threads per row reading
+// along it, combined by gpu.all_reduce; elementwise ops a thread per point.
+// CHECK-LABEL: func.func @wide_softmax(
+// CHECK-DAG: %[[ROWS:.*]] = arith.constant 512 : index
+// CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @kernels::@wide_softmax_k{{[0-9]+}} blocks in (%[[ROWS]], %{{.*}}, %{{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}})
+// CHECK: gpu.func @wide_softmax_k{{[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: scf.for
+// CHECK: arith.maximumf
+// CHECK: gpu.all_reduce  maximumf
+// CHECK-NOT: rewire.row_kernel
+func.func @wide_softmax(%x: tensor<512x50257xf32>) -> tensor<512x50257xf32> {
+  %0 = nn.softmax %x : tensor<512x50257xf32>
+  return %0 : tensor<512x50257xf32>
+}

@@ -3,7 +3,9 @@
 // The fallback of rewire-kernels-to-gpu (see KernelEmit.h): a thread per
 // point of the parallel loops (the innermost fastest, so neighbouring
 // threads touch neighbouring elements of row-major buffers), the reduction
-// loops as scf.for nests carrying the outputs.
+// loops as scf.for nests carrying the outputs. Long reductions are split
+// across threads: along the innermost loop a block per output (row split),
+// otherwise 16 threads per output through shared memory.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/GPU/KernelEmit.h"
@@ -24,6 +26,10 @@ constexpr int64_t kThreads = 256;
 /// innermost parallel loop), 16 threads per output along the reduction.
 constexpr int64_t kSplitX = 32, kSplitY = 16;
 constexpr int64_t kSplitMinExtent = 64, kSplitMaxOutputs = 65536;
+/// Long reductions along the innermost loop (a row too wide for a row
+/// kernel: a vocabulary-wide softmax): a block of kThreads per output,
+/// reading the row coalesced, combined with gpu.all_reduce.
+constexpr int64_t kRowSplitMinExtent = 1024;
 } // namespace
 
 FailureOr<KernelFrame> beginKernel(linalg::GenericOp op, ArrayRef<Value> operands,
@@ -123,17 +129,23 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
   Block &body = op.getRegion().front();
   SmallVector<Combiner> combiners;
   SmallVector<TypedAttr> neutrals;
-  bool split = !reduction.empty() && reductionExtent >= kSplitMinExtent && total <= kSplitMaxOutputs;
-  for (unsigned i = 0; split && i < op.getNumDpsInits(); ++i) {
+  bool rowSplit = reduction.size() == 1 && reduction[0] + 1 == loops.size() &&
+                  reductionExtent >= kRowSplitMinExtent;
+  bool split = !rowSplit && !reduction.empty() && reductionExtent >= kSplitMinExtent &&
+               total <= kSplitMaxOutputs;
+  bool combinable = split || rowSplit;
+  for (unsigned i = 0; combinable && i < op.getNumDpsInits(); ++i) {
     auto c = findCombiner(body, i);
     Type elem = cast<ShapedType>(op.getDpsInits()[i].getType()).getElementType();
     TypedAttr neutral = failed(c) ? TypedAttr() : neutralElement(c->kind, elem);
-    split = succeeded(c) && neutral;
-    if (split) {
+    combinable = succeeded(c) && neutral;
+    if (combinable) {
       combiners.push_back(*c);
       neutrals.push_back(neutral);
     }
   }
+  split &= combinable;
+  rowSplit &= combinable;
   SmallVector<Type> shared;
   if (split)
     for (Value init : op.getDpsInits())
@@ -152,9 +164,12 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value bid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
   Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
-  Value id = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(threadsX)), tid);
+  // A block per output point in row-split mode, else a thread per point.
+  Value id = rowSplit ? bid
+                      : arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(threadsX)), tid)
+                            .getResult();
   Value inside;
-  if (total % threadsX != 0) {
+  if (!rowSplit && total % threadsX != 0) {
     inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, cst(total));
     if (split) {
       // Every thread reaches the barrier: out-of-range ones work on point 0
@@ -213,7 +228,43 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
   };
 
   SmallVector<Value> results;
-  if (split) {
+  if (rowSplit) {
+    // Thread t folds points t, t + kThreads, ... of the row; the block's
+    // partials are combined by gpu.all_reduce, and thread 0 folds the
+    // total into the initial value with the body's own combiner.
+    unsigned d = reduction[0];
+    SmallVector<Value> neutral;
+    for (TypedAttr attr : neutrals)
+      neutral.push_back(arith::ConstantOp::create(b, loc, attr));
+    auto loop = scf::ForOp::create(b, loc, tid, cst(reductionExtent), cst(kThreads), neutral);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      ivs[d] = loop.getInductionVar();
+      SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      scf::YieldOp::create(b, loc, payload(accs));
+    }
+    ivs[d] = cst(0);
+    SmallVector<Value> totals;
+    for (auto [i, part] : llvm::enumerate(loop.getResults()))
+      totals.push_back(mlir::gpu::AllReduceOp::create(
+                           b, loc, part,
+                           mlir::gpu::AllReduceOperationAttr::get(b.getContext(), combiners[i].kind),
+                           /*uniform=*/true)
+                           .getResult());
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      Value acc = valueOf(init, operandParams[init.getOperandNumber()]);
+      Operation *comb = combiners[i].op;
+      BlockArgument accArg = body.getArgument(numInputs + i);
+      IRMapping cm;
+      for (Value x : comb->getOperands())
+        cm.map(x, x == accArg ? acc : totals[i]);
+      results.push_back(b.clone(*comb, cm)->getResult(0));
+    }
+  } else if (split) {
     // Thread (x, y) folds reduction points y, y + kSplitY, ... of output x
     // (the reduction loops flattened), then row y of shared memory holds
     // the partials that thread y = 0 folds into the initial value.
@@ -286,7 +337,7 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
   Launch launch;
   launch.func = func;
   launch.block = {threadsX, threadsY, 1};
-  launch.grid = {std::max<int64_t>(1, llvm::divideCeil(total, threadsX)), 1, 1};
+  launch.grid = {rowSplit ? total : std::max<int64_t>(1, llvm::divideCeil(total, threadsX)), 1, 1};
   return launch;
 }
 

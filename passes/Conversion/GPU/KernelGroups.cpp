@@ -47,6 +47,11 @@ RowRole classify(linalg::GenericOp op) {
   return RowRole::reduce;
 }
 
+bool fitsRowKernel(int64_t width) {
+  int64_t v = width % 4 == 0 ? 4 : width % 2 == 0 ? 2 : 1;
+  return width > 0 && width / v <= kRowKernelMaxChunks * kRowKernelMaxThreads;
+}
+
 bool isGemm(linalg::GenericOp op) {
   if (!rewire::isMultiplyAccumulate(op) || !elementTypeOf(op.getDpsInits()[0]).isF32() ||
       op.getNumDpsInputs() != 2)

@@ -30,6 +30,13 @@ bool isInOrderProjection(mlir::AffineMap map);
 /// rows are its loops: RowGroup::role decides.
 RowRole classify(mlir::linalg::GenericOp op);
 
+/// Whether rows of `width` features fit a row kernel's registers: at most
+/// 16 chunks of V-wide vectors (V = 4, 2 or 1, the largest dividing the
+/// width) for each of up to 1024 threads. Wider rows (a vocabulary-wide
+/// softmax) are left to generic kernels.
+bool fitsRowKernel(int64_t width);
+constexpr int64_t kRowKernelMaxChunks = 16, kRowKernelMaxThreads = 1024;
+
 /// Whether `op` reduces the contraction of two operands (GEMM-like): left to
 /// BLAS (cuBLAS on the GPU), never a generated kernel.
 bool isGemm(mlir::linalg::GenericOp op);

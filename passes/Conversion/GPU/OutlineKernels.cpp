@@ -246,7 +246,9 @@ void OutlineKernelsPass::runOnOperation() {
         }
         close();
         RowRole own = rewire::gpu::classify(generic);
-        if (own == RowRole::full || own == RowRole::reduce) {
+        // Rows too wide for registers: each op gets a kernel of its own.
+        if ((own == RowRole::full || own == RowRole::reduce) &&
+            rewire::gpu::fitsRowKernel(generic.getStaticLoopRanges().back())) {
           // Start a group: its rows are this op's loops but the last.
           SmallVector<int64_t> loops = generic.getStaticLoopRanges();
           current.rows.assign(loops.begin(), loops.end() - 1);

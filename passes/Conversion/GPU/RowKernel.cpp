@@ -93,7 +93,7 @@ TypedAttr neutralElement(mlir::gpu::AllReduceOperation kind, Type type) {
 
 namespace {
 
-constexpr int64_t kMaxChunks = 16;
+constexpr int64_t kMaxChunks = kRowKernelMaxChunks;
 constexpr int64_t kWarp = 32;
 constexpr int64_t kRowsPerWarpBlock = 8;
 

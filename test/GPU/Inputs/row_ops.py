@@ -1,7 +1,8 @@
 """Writes one MLIR function per residual form and nn row op, at feature
 widths that exercise every row-kernel shape: a warp per row with 16-byte
 vectors (64), a warp with scalar lanes (37, odd), a block per row with
-vectors and a partial last chunk (1000), a block with 2-wide vectors (4098).
+vectors and a partial last chunk (1000), a block with 2-wide vectors (4098);
+and rows too wide for any row kernel (16411: generic kernels).
 Rows are 3 x 5 = 15: not a multiple of the 8 rows a warp-mode block takes.
 
 Used by the PTX checks (compile-only) and by the CPU-vs-GPU execution test.
@@ -12,6 +13,7 @@ import sys
 
 ROWS = (3, 5)
 WIDTHS = (64, 37, 1000, 4098)
+WIDE = 16411  # odd and > 16 x 1024: beyond any row kernel
 
 
 def t(shape, dtype="f32"):
@@ -57,11 +59,27 @@ def ops(w):
                f"nn.scatter_add %u, %ids : ({t(P + (w,))}, {t(P, 'i64')}) -> {t((64, w))}")
 
 
+def wide_ops(w):
+    """Rows too wide for a row kernel's registers (a vocabulary-wide
+    softmax): elementwise generic kernels and row-split reductions."""
+    S = ROWS + (w,)
+    T = t(S)
+    yield (f"softmax_{w}", [("x", S)], f"nn.softmax %x : {T}")
+    yield (f"layer_norm_{w}", [("x", S), ("g", (w,)), ("b", (w,))],
+           f"nn.layer_norm %x, %g, %b : {T}, {t((w,))}, {t((w,))}")
+
+
+def all_ops():
+    for w in WIDTHS:
+        yield w, ops(w)
+    yield WIDE, wide_ops(WIDE)
+
+
 def main():
     listing = "--list" in sys.argv
     out = [] if listing else ["module {"]
-    for w in WIDTHS:
-        for name, args, body in ops(w):
+    for w, funcs in all_ops():
+        for name, args, body in funcs:
             if listing:
                 out.append(name + " " + " ".join(
                     ("i64:" if a[2:] == ("i64",) else "") +
