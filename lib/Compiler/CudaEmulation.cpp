@@ -4,7 +4,8 @@
 // the artifact carries as PTX/cubin, compiled for this CPU as a shared
 // object the CUDA emulator (runtime/cuda/emulator) loads in place of the
 // image. Each kernel `K` is exported as `rewire_call_K(void **buffers)`
-// with its buffer count in `rewire_emu_argc_K`; `rewire_emu_image_hashes`
+// with its buffer count in `rewire_emu_argc_K` and whether its threads
+// synchronize (barriers, shuffles) in `rewire_emu_sync_K`; `rewire_emu_image_hashes`
 // holds {count, FNV-1a of each image (PTX text, cubin)} so the emulator
 // picks the kernels that belong to the image the runtime loads.
 //
@@ -41,6 +42,7 @@ rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &op
            "' is missing; build the `rewire_cuda_emu` target or pass --runtime-lib-dir";
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   std::vector<EntryPoint> kernels;
+  std::vector<bool> synchronizing;
   for (auto gpuModule : copy->getOps<gpu::GPUModuleOp>())
     for (auto fn : gpuModule.getOps<gpu::GPUFuncOp>())
       if (fn.isKernel()) {
@@ -48,6 +50,15 @@ rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &op
         e.name = fn.getName().str();
         e.inputs.resize(fn.getFunctionType().getNumInputs(), TensorSpec{"buffer", "f32", {}});
         kernels.push_back(std::move(e));
+        // Threads of kernels without barriers or shuffles never wait for
+        // each other: the emulator runs them as plain calls, no fibers.
+        bool sync = fn.walk([](Operation *op) {
+                        return isa<gpu::BarrierOp, gpu::ShuffleOp, gpu::AllReduceOp,
+                                   gpu::SubgroupReduceOp>(op)
+                                   ? WalkResult::interrupt()
+                                   : WalkResult::advance();
+                      }).wasInterrupted();
+        synchronizing.push_back(sync);
       }
   if (failed(runPipeline(
           *copy,
@@ -65,10 +76,14 @@ rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &op
   if (!llvmModule)
     return std::string("translating the emulator kernels failed (see above)");
   auto *i32 = llvm::Type::getInt32Ty(llvmContext);
-  for (const EntryPoint &k : kernels)
+  for (auto [k, sync] : llvm::zip(kernels, synchronizing)) {
     new llvm::GlobalVariable(*llvmModule, i32, true, llvm::GlobalValue::ExternalLinkage,
                              llvm::ConstantInt::get(i32, k.inputs.size()),
                              "rewire_emu_argc_" + k.name);
+    new llvm::GlobalVariable(*llvmModule, i32, true, llvm::GlobalValue::ExternalLinkage,
+                             llvm::ConstantInt::get(i32, sync ? 1 : 0),
+                             "rewire_emu_sync_" + k.name);
+  }
   auto *i64 = llvm::Type::getInt64Ty(llvmContext);
   std::vector<llvm::Constant *> hashes = {llvm::ConstantInt::get(i64, 0)};
   for (const std::string &image : images)

@@ -30,8 +30,9 @@ using namespace rewire::runtime::cuda::emulator;
 
 constexpr int kXor = 0, kDown = 1, kUp = 2, kIdx = 3;
 
-CUresult launch(void (*fn)(void **), unsigned blocks, unsigned threads, float *out) {
-  Kernel k{"test", fn, 1};
+CUresult launch(void (*fn)(void **), unsigned blocks, unsigned threads, float *out,
+                bool sync = true) {
+  Kernel k{"test", fn, 1, sync};
   unsigned grid[3] = {blocks, 1, 1}, block[3] = {threads, 1, 1};
   return runGrid(k, grid, block, {out});
 }
@@ -147,6 +148,25 @@ TEST(CudaEmulator, OutOfBoundsAccessStopsTheLaunch) {
   EXPECT_EQ(launch(kernel, 2, 32, out.data()), kIllegalAddress);
   // The faulting thread's store never happened.
   EXPECT_EQ(out[48], -1.0f);
+}
+
+TEST(CudaEmulator, PlainKernelsRunEveryThreadAndStopOnFaults) {
+  // Kernels without barriers or shuffles run as plain calls.
+  std::vector<float> out(96, -1.0f);
+  auto kernel = [](void **b) {
+    int64_t i = globalId();
+    rewire_emu_check(i < 80, 0);
+    static_cast<float *>(b[0])[i] = static_cast<float>(i);
+  };
+  EXPECT_EQ(launch(kernel, 3, 32, out.data(), /*sync=*/false), kIllegalAddress);
+  for (int i = 0; i < 80; ++i)
+    EXPECT_EQ(out[i], i);
+  EXPECT_EQ(out[80], -1.0f);
+  std::vector<float> all(96, -1.0f);
+  auto fill = [](void **b) { static_cast<float *>(b[0])[globalId()] = 2.0f; };
+  ASSERT_EQ(launch(fill, 3, 32, all.data(), /*sync=*/false), kSuccess);
+  for (float v : all)
+    EXPECT_EQ(v, 2.0f);
 }
 
 TEST(CudaEmulator, InvalidGeometryIsRejected) {

@@ -245,8 +245,9 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *
     report("the emulator kernels have no kernel '" + n + "'");
     return kNotFound;
   }
+  auto sync = static_cast<const int *>(dlsym(module->library, ("rewire_emu_sync_" + n).c_str()));
   // Functions live as long as the process (as the module's would).
-  *function = new CUfunc_st{Kernel{n, call, *argc}};
+  *function = new CUfunc_st{Kernel{n, call, *argc, !sync || *sync != 0}};
   return kSuccess;
 }
 

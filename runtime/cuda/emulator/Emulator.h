@@ -52,6 +52,9 @@ struct Kernel {
   std::string name;
   void (*call)(void **buffers);
   int argc;
+  /// Whether its threads synchronize (barriers, shuffles): only those need
+  /// fibers; the others run as plain calls, one thread after another.
+  bool sync = true;
 };
 
 /// Runs `kernel` over the grid, a block at a time, one fiber per thread;

@@ -146,7 +146,45 @@ bool shuffle(bool &progressed, std::string &error) {
   return true;
 }
 
+/// A block of a kernel whose threads never wait for each other: each runs
+/// to its end in turn, on the calling stack (a bounds check still parks:
+/// it switches back to `scheduler`, captured before each thread).
+CUresult runBlockPlain() {
+  std::vector<Thread> &ts = launch.threads;
+  launch.faultSite = -1;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    Thread &t = ts[i];
+    t = Thread{};
+    t.id[0] = i % launch.block[0];
+    t.id[1] = (i / launch.block[0]) % launch.block[1];
+    t.id[2] = i / (launch.block[0] * launch.block[1]);
+    t.lane = i % kWarpSize;
+    t.warp = i / kWarpSize;
+    launch.current = &t;
+    volatile bool faulted = false;
+    getcontext(&launch.scheduler);
+    if (faulted && t.state != State::faulted) {
+      report(where() + ": internal error: a kernel marked as not synchronizing waited");
+      return kLaunchFailed;
+    }
+    if (faulted) {
+      report(where() + ", thread (" + std::to_string(t.id[0]) + "," + std::to_string(t.id[1]) +
+             "," + std::to_string(t.id[2]) + "): memory access #" +
+             std::to_string(launch.faultSite) +
+             " of the kernel is out of its buffer's bounds (rewire-opt "
+             "--rewire-kernels-to-emulator numbers the accesses)");
+      return kIllegalAddress;
+    }
+    faulted = true;
+    launch.kernel->call(launch.buffers);
+    faulted = false;
+  }
+  return kSuccess;
+}
+
 CUresult runBlock() {
+  if (!launch.kernel->sync)
+    return runBlockPlain();
   std::vector<Thread> &ts = launch.threads;
   for (size_t i = 0; i < ts.size(); ++i) {
     Thread &t = ts[i];
