@@ -3,7 +3,8 @@
 # parity of every kernel and of the tiny GPT under each residual form
 # (prepared by bench/gpu/prepare.sh), then each fused residual kernel timed
 # alone at >= 1 GB of traffic against the measured device-to-device copy,
-# PyTorch eager and torch.compile of the same equations. Results go to
+# PyTorch eager and torch.compile of the same equations, and a GPT's whole
+# AdamW training step against PyTorch's (eager and torch.compile). Results go to
 # $OUT (the device tool's output folder) or ./gpu-results.
 set -uo pipefail
 DIR=${1:-build/gpu-check}
@@ -66,4 +67,6 @@ if [ "${EMULATE:-0}" = 1 ]; then
 else
   "$PY" "$(dirname "$0")/torch_bench.py" 2>&1 | tee "$RES/torch-bench.txt"
 fi
+# A training step: Rewire's compiled AdamW step vs PyTorch eager and torch.compile.
+EMULATE=${EMULATE:-0} "$PY" "$(dirname "$0")/train_bench.py" "$DIR" "$RUN" "$RES" 2>&1 | tee "$RES/train-bench.txt"
 "$PY" "$(dirname "$0")/summarize.py" "$RES" | tee "$RES/summary.md"

@@ -148,6 +148,15 @@ cp "$cached/model.rwx" "$OUT/train/model.rwx" && cp "$cached"/model.params.safet
 rm -rf "$OUT/train/cache"
 echo "$TRAIN_FLAGS" > "$OUT/train/flags.txt"
 
+# Training-step benchmark: a GPT (LAYERS,D,HEADS,T,B,V) compiled as one
+# AdamW train step; carried without its weights (train_bench.py makes them).
+TRAIN_BENCH=${TRAIN_BENCH:-$([ "${EMULATE:-0}" = 1 ] && echo 1,64,4,16,2,1000 || echo 4,768,12,256,8,50257)}
+mkdir -p "$OUT/trainbench"
+$PY "$ROOT/bench/gpu/train_model.py" "$OUT/trainbench/model.onnx" "$TRAIN_BENCH"
+cuda_compile "$OUT/trainbench/model.onnx" "$OUT/trainbench/model.rwcu" --train=adamw:loss=cross_entropy
+rm -f "$OUT/trainbench/model.onnx" "$OUT/trainbench/model.params.safetensors"
+echo "$TRAIN_BENCH" > "$OUT/trainbench/dims.txt"
+
 # Benchmark: the fused kernels at >= 1 GB of traffic each.
 $PY "$ROOT/bench/gpu/bench_ops.py" > "$OUT/bench/ops.mlir"
 cuda_compile "$OUT/bench/ops.mlir" "$OUT/bench/ops.rwcu"

@@ -1,6 +1,7 @@
 """Joins rewire-bench.txt and torch-bench.txt into a Markdown table:
 per fused kernel its time, achieved bandwidth, fraction of the measured
-device-to-device copy bandwidth, and PyTorch eager / torch.compile times."""
+device-to-device copy bandwidth, and PyTorch eager / torch.compile times;
+then train-bench.txt's training step as a second table."""
 import re
 import sys
 
@@ -29,3 +30,26 @@ for name, steps in ours.items():
     print("| %s (%s, %d steps) | %.3f | %.0f | %.0f%% | %.3f | %.3f | %.2fx |"
           % (name, kernel, len(steps), total, gbs, 100 * gbs / copy if copy else float("nan"), e, c,
              c / total if total else float("nan")))
+
+# The training step.
+train = {}
+try:
+    for line in open(res + "/train-bench.txt"):
+        parts = line.split()
+        if line.startswith("train model "):
+            train["model"] = parts[2]
+        elif line.startswith("train rewire ") and len(parts) == 3:
+            train["rewire"] = float(parts[2])
+        elif line.startswith("train torch eager "):
+            train["eager"], train["compiled"] = float(parts[3]), float(parts[5])
+except FileNotFoundError:
+    pass
+if train:
+    nan = float("nan")
+    r, e, c = train.get("rewire", nan), train.get("eager", nan), train.get("compiled", nan)
+    print()
+    print("| training step (GPT %s: layers,d,heads,T,B,V) | Rewire ms | PyTorch eager ms | "
+          "torch.compile ms | eager / Rewire | torch.compile / Rewire |" % train.get("model", "?"))
+    print("|---|---|---|---|---|---|")
+    print("| AdamW step, cross-entropy | %.3f | %.3f | %.3f | %.2fx | %.2fx |"
+          % (r, e, c, e / r if r else nan, c / r if r else nan))
