@@ -81,3 +81,14 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @+1 {{rewire-kernels-to-emulator: kernel argument of type 'f32' is not a buffer}}
+    gpu.func @scalar(%a: memref<32xf32>, %s: f32) kernel {
+      gpu.return
+    }
+  }
+}

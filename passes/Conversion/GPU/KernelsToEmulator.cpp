@@ -72,8 +72,14 @@ LogicalResult KernelsToEmulator::convert(ModuleOp module, gpu::GPUFuncOp kernel,
   Type index = b.getIndexType(), i32 = b.getI32Type(), f32 = b.getF32Type(),
        i1 = b.getI1Type();
   SmallVector<Type> inputs;
-  for (Type t : kernel.getFunctionType().getInputs())
+  for (Type t : kernel.getFunctionType().getInputs()) {
+    // The emulator passes each argument as a buffer pointer (the runtime's
+    // launch ABI: one device pointer per buffer).
+    if (kernel.isKernel() && !isa<MemRefType>(t))
+      return kernel.emitError() << "rewire-kernels-to-emulator: kernel argument of type " << t
+                                << " is not a buffer";
     inputs.push_back(hostType(t));
+  }
   b.setInsertionPointToEnd(module.getBody());
   SmallVector<Type> results;
   for (Type t : kernel.getFunctionType().getResults())
