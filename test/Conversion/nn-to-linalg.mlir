@@ -30,12 +30,13 @@ func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf
 
 // -----
 
-// Grouped convolutions run per group on reshaped operands.
+// Grouped convolutions run per group on reshaped operands (pure splits and
+// merges of dims: views after bufferization).
 // CHECK-LABEL: func.func @grouped_conv
-// CHECK: tensor.reshape %{{.*}} : (tensor<1x4x8x8xf32>, tensor<5xindex>) -> tensor<1x2x2x8x8xf32>
-// CHECK: tensor.reshape %{{.*}} : (tensor<4x2x3x3xf32>, tensor<5xindex>) -> tensor<2x2x2x3x3xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 8, 8] : tensor<1x4x8x8xf32> into tensor<1x2x2x8x8xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2], [3], [4]] output_shape [2, 2, 2, 3, 3] : tensor<4x2x3x3xf32> into tensor<2x2x2x3x3xf32>
 // CHECK: linalg.conv_2d_ngchw_gfchw
-// CHECK: tensor.reshape %{{.*}} : (tensor<1x2x2x6x6xf32>, tensor<4xindex>) -> tensor<1x4x6x6xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] : tensor<1x2x2x6x6xf32> into tensor<1x4x6x6xf32>
 func.func @grouped_conv(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
   %0 = nn.conv %x, %w {group = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>

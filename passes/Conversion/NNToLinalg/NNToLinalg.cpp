@@ -12,6 +12,7 @@
 #include "dialects/nn/NNDecompose.h"
 #include "dialects/nn/NNOps.h"
 
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -348,6 +349,19 @@ struct NormLowering : OpConversionPattern<OpTy> {
 } // namespace
 
 Value rewire::reshapeStatic(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
+  // A pure collapse or expansion (merging or splitting neighbouring dims)
+  // stays a view after bufferization, also of a strided slice (the q/k/v
+  // thirds of a fused projection); tensor.reshape would need a copy there.
+  auto source = dyn_cast<RankedTensorType>(x.getType());
+  if (source && source.hasStaticShape() && type.hasStaticShape()) {
+    if (source.getShape() == type.getShape())
+      return source == type ? x : tensor::CastOp::create(b, loc, type, x).getResult();
+    if (auto re = getReassociationIndicesForReshape(source, type)) {
+      if (source.getRank() > type.getRank())
+        return tensor::CollapseShapeOp::create(b, loc, type, x, *re);
+      return tensor::ExpandShapeOp::create(b, loc, type, x, *re);
+    }
+  }
   SmallVector<APInt> shape;
   for (int64_t d : type.getShape())
     shape.push_back(APInt(64, d));
