@@ -227,6 +227,16 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     return clonePayload(b, body, m, [&](unsigned d) { return ivs[d]; });
   };
 
+  // Output i's combiner applied to `acc` and a partial result.
+  auto fold = [&](unsigned i, Value acc, Value part) {
+    Operation *comb = combiners[i].op;
+    BlockArgument accArg = body.getArgument(numInputs + i);
+    IRMapping cm;
+    for (Value x : comb->getOperands())
+      cm.map(x, x == accArg ? acc : part);
+    return b.clone(*comb, cm)->getResult(0);
+  };
+
   SmallVector<Value> results;
   if (rowSplit) {
     // Thread t folds points t, t + kThreads, ... of the row; the block's
@@ -255,15 +265,8 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
     auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-      Value acc = valueOf(init, operandParams[init.getOperandNumber()]);
-      Operation *comb = combiners[i].op;
-      BlockArgument accArg = body.getArgument(numInputs + i);
-      IRMapping cm;
-      for (Value x : comb->getOperands())
-        cm.map(x, x == accArg ? acc : totals[i]);
-      results.push_back(b.clone(*comb, cm)->getResult(0));
-    }
+    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+      results.push_back(fold(i, valueOf(init, operandParams[init.getOperandNumber()]), totals[i]));
   } else if (split) {
     // Thread (x, y) folds reduction points y, y + kSplitY, ... of output x
     // (the reduction loops flattened), then row y of shared memory holds
@@ -298,16 +301,9 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
     for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
       Value acc = valueOf(init, operandParams[init.getOperandNumber()]);
-      Operation *comb = combiners[i].op;
-      BlockArgument accArg = body.getArgument(numInputs + i);
-      for (int64_t y = 0; y < kSplitY; ++y) {
-        Value part = memref::LoadOp::create(b, loc, func.getWorkgroupAttributions()[i],
-                                            ValueRange{cst(y), tid});
-        IRMapping cm;
-        for (Value x : comb->getOperands())
-          cm.map(x, x == accArg ? acc : part);
-        acc = b.clone(*comb, cm)->getResult(0);
-      }
+      for (int64_t y = 0; y < kSplitY; ++y)
+        acc = fold(i, acc, memref::LoadOp::create(b, loc, func.getWorkgroupAttributions()[i],
+                                                  ValueRange{cst(y), tid}));
       results.push_back(acc);
     }
   } else if (reduction.empty()) {

@@ -146,6 +146,23 @@ bool shuffle(bool &progressed, std::string &error) {
   return true;
 }
 
+/// Thread `i` of the block, fresh: its ids, lane and warp.
+void reset(Thread &t, size_t i) {
+  t = Thread{};
+  t.id[0] = i % launch.block[0];
+  t.id[1] = (i / launch.block[0]) % launch.block[1];
+  t.id[2] = i / (launch.block[0] * launch.block[1]);
+  t.lane = i % kWarpSize;
+  t.warp = i / kWarpSize;
+}
+
+void reportFault(const Thread &t) {
+  report(where() + ", thread (" + std::to_string(t.id[0]) + "," + std::to_string(t.id[1]) + "," +
+         std::to_string(t.id[2]) + "): memory access #" + std::to_string(launch.faultSite) +
+         " of the kernel is out of its buffer's bounds (rewire-opt "
+         "--rewire-kernels-to-emulator numbers the accesses)");
+}
+
 /// A block of a kernel whose threads never wait for each other: each runs
 /// to its end in turn, on the calling stack (a bounds check still parks:
 /// it switches back to `scheduler`, captured before each thread).
@@ -154,12 +171,7 @@ CUresult runBlockPlain() {
   launch.faultSite = -1;
   for (size_t i = 0; i < ts.size(); ++i) {
     Thread &t = ts[i];
-    t = Thread{};
-    t.id[0] = i % launch.block[0];
-    t.id[1] = (i / launch.block[0]) % launch.block[1];
-    t.id[2] = i / (launch.block[0] * launch.block[1]);
-    t.lane = i % kWarpSize;
-    t.warp = i / kWarpSize;
+    reset(t, i);
     launch.current = &t;
     volatile bool faulted = false;
     getcontext(&launch.scheduler);
@@ -168,11 +180,7 @@ CUresult runBlockPlain() {
       return kLaunchFailed;
     }
     if (faulted) {
-      report(where() + ", thread (" + std::to_string(t.id[0]) + "," + std::to_string(t.id[1]) +
-             "," + std::to_string(t.id[2]) + "): memory access #" +
-             std::to_string(launch.faultSite) +
-             " of the kernel is out of its buffer's bounds (rewire-opt "
-             "--rewire-kernels-to-emulator numbers the accesses)");
+      reportFault(t);
       return kIllegalAddress;
     }
     faulted = true;
@@ -188,12 +196,7 @@ CUresult runBlock() {
   std::vector<Thread> &ts = launch.threads;
   for (size_t i = 0; i < ts.size(); ++i) {
     Thread &t = ts[i];
-    t = Thread{};
-    t.id[0] = i % launch.block[0];
-    t.id[1] = (i / launch.block[0]) % launch.block[1];
-    t.id[2] = i / (launch.block[0] * launch.block[1]);
-    t.lane = i % kWarpSize;
-    t.warp = i / kWarpSize;
+    reset(t, i);
     getcontext(&t.context);
     t.context.uc_stack.ss_sp = stacks[i];
     t.context.uc_stack.ss_size = kStackBytes;
@@ -209,11 +212,7 @@ CUresult runBlock() {
         swapcontext(&launch.scheduler, &t.context);
       }
       if (t.state == State::faulted) {
-        report(where() + ", thread (" + std::to_string(t.id[0]) + "," + std::to_string(t.id[1]) +
-               "," + std::to_string(t.id[2]) + "): memory access #" +
-               std::to_string(launch.faultSite) +
-               " of the kernel is out of its buffer's bounds (rewire-opt "
-               "--rewire-kernels-to-emulator numbers the accesses)");
+        reportFault(t);
         return kIllegalAddress;
       }
       done += t.state == State::done;
