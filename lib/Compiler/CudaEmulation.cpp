@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
+#include "rewire/Support/Hash.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -25,10 +26,7 @@ using namespace mlir;
 using namespace rewire::compiler;
 
 uint64_t rewire::compiler::imageHash(llvm::StringRef bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes)
-    h = (h ^ c) * 1099511628211ull;
-  return h;
+  return rewire::fnv1a(bytes.data(), bytes.size());
 }
 
 std::optional<std::string>

@@ -1,5 +1,6 @@
 //===- CompileCache.cpp - Compile models for the runtime tools ------------===//
 #include "tools/common/CompileCache.h"
+#include "rewire/Support/Hash.h"
 #include "rewire/Version.h"
 
 #include <cstdio>
@@ -14,16 +15,6 @@
 
 namespace rewire::tools {
 
-namespace {
-uint64_t fnv1a(const std::string &bytes, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-} // namespace
 
 std::string toolDir() {
   char buf[4096];
@@ -70,7 +61,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   if (::stat(compiler.c_str(), &st) == 0)
     key += "\n" + std::to_string(st.st_mtime);
   char hash[32];
-  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+  std::snprintf(hash, sizeof(hash), "%016llx",
+                static_cast<unsigned long long>(rewire::fnv1a(key.data(), key.size())));
   const char *env = std::getenv("REWIRE_CACHE_DIR");
   const char *home = std::getenv("HOME");
   std::string root = env && *env ? env

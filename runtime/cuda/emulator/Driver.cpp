@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Emulator.h"
+#include "rewire/Support/Hash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -84,12 +85,6 @@ size_t imageSize(const unsigned char *p) {
   return end;
 }
 
-uint64_t fnv1a(const unsigned char *p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 /// The files $REWIRE_CUDA_EMULATOR_KERNELS names.
 std::vector<std::string> kernelFiles(const std::string &spec) {
@@ -208,7 +203,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned count,
     return fail("REWIRE_CUDA_EMULATOR_KERNELS is not set: compile the artifact with "
                 "rewire-compile --target=cuda --emulator-kernels=FILE and set it to FILE");
   auto bytes = static_cast<const unsigned char *>(image);
-  uint64_t hash = fnv1a(bytes, imageSize(bytes));
+  uint64_t hash = rewire::fnv1a(bytes, imageSize(bytes));
   std::string problems;
   for (const std::string &file : kernelFiles(path)) {
     void *library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
