@@ -85,7 +85,6 @@ size_t imageSize(const unsigned char *p) {
   return end;
 }
 
-
 /// The files $REWIRE_CUDA_EMULATOR_KERNELS names.
 std::vector<std::string> kernelFiles(const std::string &spec) {
   std::vector<std::string> files;
