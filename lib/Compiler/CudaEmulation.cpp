@@ -30,7 +30,7 @@ uint64_t rewire::compiler::imageHash(llvm::StringRef bytes) {
 }
 
 std::optional<std::string>
-rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &options,
+rewire::compiler::writeEmulatorKernels(OwningOpRef<ModuleOp> copy, const CompileOptions &options,
                                        llvm::ArrayRef<std::string> images,
                                        const std::string &outputPath,
                                        const std::string &runtimeLibDir) {
@@ -38,7 +38,6 @@ rewire::compiler::writeEmulatorKernels(ModuleOp module, const CompileOptions &op
   if (!llvm::sys::fs::exists(emulator))
     return "the CUDA emulator '" + emulator +
            "' is missing; build the `rewire_cuda_emu` target or pass --runtime-lib-dir";
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   std::vector<EntryPoint> kernels;
   std::vector<bool> synchronizing;
   for (auto gpuModule : copy->getOps<gpu::GPUModuleOp>())

@@ -123,6 +123,14 @@ struct CudaModel::Impl {
         return i;
     return std::nullopt;
   }
+  /// Sets `index` to entry point `name`'s position; the error otherwise.
+  std::optional<std::string> find(const std::string &name, size_t &index) const {
+    std::optional<size_t> found = indexOf(name);
+    if (!found)
+      return "the artifact has no function '" + name + "'";
+    index = *found;
+    return std::nullopt;
+  }
   ~Impl() {
     if (!api)
       return;
@@ -407,10 +415,9 @@ std::optional<std::string> CudaModel::run(const std::string &function,
 
 std::optional<std::string> CudaModel::runRaw(const std::string &function,
                                              const void *const *inputs, void *const *outputs) {
-  std::optional<size_t> found = impl->indexOf(function);
-  if (!found)
-    return "the artifact has no function '" + function + "'";
-  size_t index = *found;
+  size_t index = 0;
+  if (auto err = impl->find(function, index))
+    return err;
   const FunctionInfo &info = impl->infos[index];
   const DriverApi &api = *impl->api;
   api.cuCtxSetCurrent(impl->context);
@@ -482,10 +489,9 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
 
 std::optional<std::string> CudaModel::keepOnDevice(
     const std::string &function, const std::vector<std::pair<size_t, size_t>> &pairs) {
-  std::optional<size_t> found = impl->indexOf(function);
-  if (!found)
-    return "the artifact has no function '" + function + "'";
-  size_t index = *found;
+  size_t index = 0;
+  if (auto err = impl->find(function, index))
+    return err;
   const FunctionInfo &info = impl->infos[index];
   Prepared &p = impl->prepared[index];
   for (auto [out, in] : pairs) {
@@ -502,10 +508,9 @@ std::optional<std::string> CudaModel::keepOnDevice(
 }
 
 std::optional<std::string> CudaModel::pull(const std::string &function, void *const *inputs) {
-  std::optional<size_t> found = impl->indexOf(function);
-  if (!found)
-    return "the artifact has no function '" + function + "'";
-  size_t index = *found;
+  size_t index = 0;
+  if (auto err = impl->find(function, index))
+    return err;
   const FunctionInfo &info = impl->infos[index];
   Prepared &p = impl->prepared[index];
   if (!p.keptLoaded)

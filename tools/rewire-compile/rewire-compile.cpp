@@ -327,7 +327,8 @@ int main(int argc, char **argv) {
     }
     if (kernels) {
       std::string libDir = runtimeLibDir.empty() ? defaultRuntimeLibDir(argv[0]) : runtimeLibDir;
-      if (auto err = writeEmulatorKernels(*kernels, options, {ptx, cubin}, emulatorKernels, libDir))
+      if (auto err = writeEmulatorKernels(std::move(kernels), options, {ptx, cubin},
+                                             emulatorKernels, libDir))
         return error(*err, 5);
       stage("emulator kernels");
     }

@@ -11,6 +11,7 @@
 #define REWIRE_COMPILER_COMPILER_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
@@ -199,13 +200,13 @@ mlir::LogicalResult writeCudaArtifact(mlir::ModuleOp module, const ModuleInfo &i
                                       const CompileOptions &options,
                                       const std::string &outputPath);
 
-/// Compiles the kernels of `module` (after lowerToGPU; not modified) for
-/// this CPU with rewire-kernels-to-emulator into the shared object
+/// Compiles the kernels of `module` (a copy made after lowerToGPU, which
+/// this consumes) for this CPU with rewire-kernels-to-emulator into the shared object
 /// `outputPath` that the CUDA emulator (librewire_cuda_emu.so in
 /// `runtimeLibDir`) runs in place of the GPU (docs/cuda.md). The hashes of
 /// `images` (the artifact's PTX and cubin) are recorded, so the emulator
 /// runs these kernels for that artifact only.
-std::optional<std::string> writeEmulatorKernels(mlir::ModuleOp module,
+std::optional<std::string> writeEmulatorKernels(mlir::OwningOpRef<mlir::ModuleOp> module,
                                                 const CompileOptions &options,
                                                 llvm::ArrayRef<std::string> images,
                                                 const std::string &outputPath,
