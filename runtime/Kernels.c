@@ -4,11 +4,18 @@
  * OpenBLAS, `memrefCopy` (the strided memref.copy of MLIR's LLVM lowering;
  * same ABI as MLIR's C runner utils, which artifacts do not link), and the
  * allocator generated code calls for temporaries (`_mlir_memref_to_llvm_*`,
- * finalize-memref-to-llvm{use-generic-functions}).
+ * finalize-memref-to-llvm{use-generic-functions}), and the error path of a
+ * call: `rewire_artifact_call` runs an entry point; `rewire_check_failed`
+ * (rewire-check-indices) and a failed allocation end the call with a message
+ * instead of a crash (longjmp back to rewire_artifact_call: generated code
+ * runs on the calling thread, holds no resources but temporaries, and the
+ * caller treats the call's outputs as undefined).
  * Plain C: an artifact needs no C++ runtime.
  *
  *===----------------------------------------------------------------------===*/
 #include <cblas.h>
+#include <setjmp.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +96,68 @@ static __thread struct Block cache[kCacheSlots];
 static __thread int cached;
 static __thread size_t cachedBytes;
 
+/* The error path of the call running on this thread. */
+static __thread jmp_buf *callEnv;
+static __thread char callError[1024];
+
+static void failCall(void) {
+  if (callEnv)
+    longjmp(*callEnv, 1);
+  /* Not inside rewire_artifact_call (a caller of the raw entry points). */
+  fprintf(stderr, "rewire artifact: %s\n", callError);
+  abort();
+}
+
+int rewire_artifact_call(void (*entry)(void **), void **buffers, char *message,
+                         int64_t capacity) {
+  jmp_buf env;
+  jmp_buf *volatile outer = callEnv;
+  callError[0] = 0;
+  if (setjmp(env) != 0) {
+    callEnv = outer;
+    if (message && capacity > 0)
+      snprintf(message, (size_t)capacity, "%s", callError);
+    return 1;
+  }
+  callEnv = &env;
+  entry(buffers);
+  callEnv = outer;
+  return 0;
+}
+
+/* Called by the code rewire-check-indices inserts: element `position`
+ * (row-major) of a tensor of `shape` holds `value`, which violates
+ * `requirement`. */
+void rewire_check_failed(int64_t whatAddress, int64_t requirementAddress, int64_t shapeAddress,
+                         int64_t rank, int64_t position, int64_t value) {
+  const char *what = (const char *)(intptr_t)whatAddress;
+  const char *requirement = (const char *)(intptr_t)requirementAddress;
+  const int64_t *shape = (const int64_t *)(intptr_t)shapeAddress;
+  char coords[256] = "", dims[256] = "";
+  size_t c = 0, d = 0;
+  int64_t rest = position;
+  int64_t at[32];
+  if (rank > 32)
+    rank = 32;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    int64_t n = shape[i] > 0 ? shape[i] : 1;
+    at[i] = rest % n;
+    rest /= n;
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    if (c < sizeof(coords))
+      c += (size_t)snprintf(coords + c, sizeof(coords) - c, "%s%lld", i ? ", " : "",
+                            (long long)at[i]);
+    if (d < sizeof(dims))
+      d += (size_t)snprintf(dims + d, sizeof(dims) - d, "%s%lld", i ? "x" : "",
+                            (long long)shape[i]);
+  }
+  snprintf(callError, sizeof(callError),
+           "%s: value %lld at [%s] of the %s tensor %s (fix the input data)", what,
+           (long long)value, coords, rank ? dims : "scalar", requirement);
+  failCall();
+}
+
 void *_mlir_memref_to_llvm_alloc(size_t size) {
   for (int i = cached - 1; i >= 0; --i) {
     if (cache[i].size == size) {
@@ -100,9 +169,13 @@ void *_mlir_memref_to_llvm_alloc(size_t size) {
   }
   size_t total = size + kHeader;
   total = (total + 63) / 64 * 64;
-  char *base = (char *)aligned_alloc(64, total);
-  if (!base)
-    return NULL;
+  char *base = total > size ? (char *)aligned_alloc(64, total) : NULL;
+  if (!base) {
+    snprintf(callError, sizeof(callError),
+             "out of memory: a temporary buffer of %zu bytes could not be allocated "
+             "(a smaller batch or model needs less)", size);
+    failCall();
+  }
   memcpy(base, &size, sizeof(size));
   return base + kHeader;
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Runtime/Runtime.h"
+#include "rewire/Support/CpuArtifact.h"
 #include "rewire/Support/Json.h"
 #include "rewire/Support/Safetensors.h"
 #include "Specs.h"
@@ -18,8 +19,8 @@
 namespace rewire::runtime {
 
 namespace {
-constexpr int kFormatVersion = 1;
 using EntryFn = void (*)(void **);
+using CallFn = int (*)(EntryFn, void **, char *, int64_t);
 
 std::string dirOf(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -83,6 +84,7 @@ struct Model::Impl {
   std::string metadata;
   std::vector<FunctionInfo> functions;
   std::vector<EntryFn> entries;
+  CallFn call = nullptr;
   /// Per function: the parameter pointers, in declared order.
   std::vector<std::vector<void *>> parameters;
   SafetensorsMapping mapping;
@@ -121,15 +123,15 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
             " (artifacts are shared objects written by rewire-compile for this machine)";
     return nullptr;
   }
-  auto *version = static_cast<const int32_t *>(::dlsym(impl->handle, "rewire_artifact_format_version"));
-  auto *meta = static_cast<const char *>(::dlsym(impl->handle, "rewire_artifact_metadata"));
+  auto *version = static_cast<const int32_t *>(::dlsym(impl->handle, cpu::kVersionSymbol));
+  auto *meta = static_cast<const char *>(::dlsym(impl->handle, cpu::kMetadataSymbol));
   if (!version || !meta) {
     error = "'" + artifactPath + "' is a shared object but not a Rewire artifact";
     return nullptr;
   }
-  if (*version != kFormatVersion) {
+  if (*version != cpu::kFormatVersion) {
     error = "'" + artifactPath + "' has artifact format " + std::to_string(*version) +
-            ", this runtime reads format " + std::to_string(kFormatVersion) +
+            ", this runtime reads format " + std::to_string(cpu::kFormatVersion) +
             "; recompile it with this version's rewire-compile";
     return nullptr;
   }
@@ -144,6 +146,29 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   if (!format || !format->isString() || format->text != "rewire-artifact" || !functions ||
       !functions->isArray() || !paramsFile || !paramsFile->isString()) {
     error = "'" + artifactPath + "': metadata lacks format, functions or parameters_file";
+    return nullptr;
+  }
+  // Code generated for another CPU dies of SIGILL: refuse it by name.
+  std::vector<std::string> required;
+  if (const JsonValue *features = root.get("cpu_features"); features && features->isArray())
+    for (const JsonValue &f : features->array)
+      if (f.isString())
+        required.push_back(f.text);
+  if (std::vector<std::string> missing = cpu::missingFeatures(required); !missing.empty()) {
+    std::string list;
+    for (const std::string &m : missing)
+      list += (list.empty() ? "" : ", ") + m;
+    const JsonValue *cpuName = root.get("cpu");
+    error = "'" + artifactPath + "' was compiled for a CPU with " + list + " (--cpu=" +
+            (cpuName && cpuName->isString() ? cpuName->text : std::string("?")) +
+            "), which this CPU lacks; recompile it here, or with --cpu=x86-64-v2 (or "
+            "another CPU this machine has) for an artifact that runs on more machines";
+    return nullptr;
+  }
+  impl->call = reinterpret_cast<CallFn>(::dlsym(impl->handle, cpu::kCallSymbol));
+  if (!impl->call) {
+    error = "'" + artifactPath + "' lacks " + cpu::kCallSymbol + "; recompile it with this "
+            "version's rewire-compile";
     return nullptr;
   }
   bool anyParameters = false;
@@ -271,7 +296,9 @@ std::optional<std::string> Model::runRaw(const std::string &function,
     buffers.push_back(p);
   for (size_t i = 0; i < fn.outputs.size(); ++i)
     buffers.push_back(outputs[i] ? outputs[i] : empty);
-  impl->entries[index](buffers.data());
+  char message[1024];
+  if (impl->call(impl->entries[index], buffers.data(), message, sizeof(message)) != 0)
+    return "'" + function + "' failed: " + std::string(message);
   return std::nullopt;
 }
 

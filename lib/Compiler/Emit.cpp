@@ -77,13 +77,30 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CompileOptions &o,
 
 } // namespace
 
+std::vector<std::string> rewire::compiler::targetCpuFeatures(const CompileOptions &options,
+                                                             std::string &error) {
+  std::vector<std::string> out;
+  auto tm = makeTargetMachine(options, error);
+  if (!tm)
+    return out;
+  const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
+  for (const std::string &f : rewire::cpu::checkedFeatures())
+    if (sti->checkFeatures("+" + f))
+      out.push_back(f);
+  return out;
+}
+
 std::string rewire::compiler::artifactMetadata(const std::vector<EntryPoint> &entries,
                                                const std::string &parametersFile,
                                                const CompileOptions &options) {
+  std::string error, features;
+  for (const std::string &f : targetCpuFeatures(options, error))
+    features += (features.empty() ? "" : ",") + jsonQuote(f);
   std::string s = "{\"format\":\"rewire-artifact\",\"version\":" +
                   std::to_string(kArtifactFormatVersion) + ",\"compiler\":" +
                   jsonQuote(std::string("rewire ") + REWIRE_VERSION_STRING) +
                   ",\"target\":\"cpu\",\"cpu\":" + jsonQuote(cpuName(options)) +
+                  ",\"cpu_features\":[" + features + "]" +
                   ",\"parameters_file\":" + jsonQuote(parametersFile) + ",\"functions\":[";
   for (size_t i = 0; i < entries.size(); ++i) {
     const EntryPoint &e = entries[i];
@@ -173,12 +190,12 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
   auto *init = llvm::ConstantDataArray::getString(llvmContext, meta, /*AddNull=*/true);
   new llvm::GlobalVariable(*llvmModule, init->getType(), true,
                            llvm::GlobalValue::ExternalLinkage, init,
-                           "rewire_artifact_metadata");
+                           rewire::cpu::kMetadataSymbol);
   auto *version = llvm::ConstantInt::get(llvm::Type::getInt32Ty(llvmContext),
                                          kArtifactFormatVersion);
   new llvm::GlobalVariable(*llvmModule, version->getType(), true,
                            llvm::GlobalValue::ExternalLinkage, version,
-                           "rewire_artifact_format_version");
+                           rewire::cpu::kVersionSymbol);
   if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
     module.emitError() << "rewire-compile: internal error: invalid LLVM IR";
     return nullptr;

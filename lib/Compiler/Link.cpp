@@ -66,7 +66,9 @@ rewire::compiler::linkSharedObject(const std::string &object, const std::string 
   ::close(fd);
 
   llvm::SmallVector<llvm::StringRef> args = {clang,      "-shared", "-fuse-ld=lld",
-                                             "-Wl,--no-undefined", "-Wl,-z,now", "-o",
+                                             "-Wl,--no-undefined", "-Wl,-z,now",
+                                             // The runtime calls every entry point through it.
+                                             "-Wl,--undefined=rewire_artifact_call", "-o",
                                              out.path,   obj.path};
   for (const std::string &l : libraries)
     args.push_back(l);

@@ -163,6 +163,13 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
                                               ModuleInfo &info) {
   collectParameterSources(module, info);
 
+  // Index values, labels and divisors are checked at run time on the CPU
+  // (the checks name the inputs, so this runs before their names are
+  // dropped). The CUDA target clamps instead (no error path yet).
+  if (!options.cuda && options.checkIndices &&
+      failed(runPipeline(module, "rewire-check-indices", "index check")))
+    return failure();
+
   // Inputs are the caller's buffers: never written in place.
   MLIRContext *ctx = module.getContext();
   for (auto func : module.getOps<func::FuncOp>())

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "OnnxInternal.h"
 
+#include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
 
 using namespace mlir;
@@ -18,46 +19,72 @@ namespace {
 
 /// Folds integer arithmetic on constant operands of equal size or where one
 /// side has a single element (the shape computations exporters emit).
-std::optional<Value> foldIntBinary(NodeContext &c, Value lhs, Value rhs) {
+/// Returns a null Value when the operands are not foldable constants, and
+/// failure (with an error naming the node and the operands) when the exact
+/// result does not fit the element type or a divisor is zero: a model whose
+/// shape arithmetic overflows is rejected, never silently wrapped.
+FailureOr<Value> foldIntBinary(NodeContext &c, Value lhs, Value rhs) {
   auto a = c.constantInts(lhs), bb = c.constantInts(rhs);
   if (!a || !bb)
-    return std::nullopt;
+    return Value();
   auto lt = cast<RankedTensorType>(lhs.getType());
   auto rt = cast<RankedTensorType>(rhs.getType());
-  if (lt.getElementType() != rt.getElementType())
-    return std::nullopt;
+  auto elt = dyn_cast<IntegerType>(lt.getElementType());
+  if (!elt || lt.getElementType() != rt.getElementType() ||
+      elt.getWidth() < 2)
+    return Value();
   size_t n = std::max(a->size(), bb->size());
   if ((a->size() != n && a->size() != 1) || (bb->size() != n && bb->size() != 1))
-    return std::nullopt;
+    return Value();
   StringRef op = c.node.getOpType();
+  unsigned width = elt.getWidth();
+  bool isUnsigned = elt.isUnsigned();
   SmallVector<int64_t> out;
   for (size_t i = 0; i < n; ++i) {
     int64_t x = (*a)[a->size() == 1 ? 0 : i];
     int64_t y = (*bb)[bb->size() == 1 ? 0 : i];
+    std::optional<int64_t> r;
     if (op == "Add")
-      out.push_back(x + y);
+      r = checkedAdd(x, y);
     else if (op == "Sub")
-      out.push_back(x - y);
+      r = checkedSub(x, y);
     else if (op == "Mul")
-      out.push_back(x * y);
-    else if (op == "Div" && y != 0)
-      out.push_back(x / y);
+      r = checkedMul(x, y);
+    else if (op == "Div")
+      r = checkedDiv(x, y);
     else
-      return std::nullopt;
+      return Value();
+    bool fits = r && (isUnsigned ? (*r >= 0 && (width >= 64 || *r < (int64_t(1) << width)))
+                                 : fitsSignedBits(*r, width));
+    if (!fits) {
+      auto diag = c.error() << "constant " << (isUnsigned ? "u" : "") << "int"
+                            << width << " arithmetic " << x << " "
+                            << (op == "Add" ? "+" : op == "Sub" ? "-" : op == "Mul" ? "*" : "/")
+                            << " " << y << " (element " << i << ") ";
+      if (op == "Div" && y == 0)
+        diag << "divides by zero";
+      else
+        diag << "overflows the " << (isUnsigned ? "u" : "") << "int" << width
+             << " range";
+      diag << "; the model's shape computation is invalid (re-export it, or "
+              "check the constants feeding this node)";
+      return failure();
+    }
+    out.push_back(*r);
   }
   auto shape = broadcastShapes(
       std::vector<int64_t>(lt.getShape().begin(), lt.getShape().end()),
       std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end()));
   if (!shape)
-    return std::nullopt;
+    return Value();
   auto type = RankedTensorType::get(*shape, lt.getElementType());
   if (!type.hasStaticShape() ||
       type.getNumElements() != static_cast<int64_t>(out.size()))
-    return std::nullopt;
+    return Value();
   SmallVector<APInt> bits;
   for (int64_t v : out)
-    bits.push_back(APInt(lt.getElementType().getIntOrFloatBitWidth(), v,
-                         /*isSigned=*/true));
+    bits.push_back(APInt(width, static_cast<uint64_t>(v), /*isSigned=*/!isUnsigned,
+                         /*implicitTrunc=*/true));
   return nn::ConstantOp::create(c.b, c.loc(), type,
                                 DenseIntElementsAttr::get(type, bits))
       .getResult();
@@ -68,7 +95,10 @@ HandlerResult binary(NodeContext &c) {
   auto lhs = c.tensorInput(0), rhs = c.tensorInput(1);
   if (failed(lhs) || failed(rhs))
     return failure();
-  if (auto folded = foldIntBinary(c, *lhs, *rhs))
+  FailureOr<Value> folded = foldIntBinary(c, *lhs, *rhs);
+  if (failed(folded))
+    return failure();
+  if (*folded)
     return SmallVector<Value>{*folded};
   return single(createInferred<OpTy>(c, {*lhs, *rhs}));
 }

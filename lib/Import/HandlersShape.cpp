@@ -182,8 +182,9 @@ HandlerResult split(NodeContext &c) {
       return c.error() << "cannot split a dynamic dimension evenly";
     int64_t n = c.opset() >= 18 ? c.intAttrOr("num_outputs", numOutputs)
                                 : numOutputs;
-    if (n < 1)
-      return c.error() << "num_outputs must be >= 1";
+    if (n < 1 || n != static_cast<int64_t>(numOutputs))
+      return c.error() << "num_outputs is " << n << " but the node has "
+                       << numOutputs << " outputs";
     int64_t chunk = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i)
       sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));

@@ -13,6 +13,7 @@
 
 #include "dialects/nn/NNParameters.h"
 #include "rewire/Support/Safetensors.h"
+#include "rewire/Support/Shape.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -477,6 +478,35 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
   HandlerResult results = handler->fn(context);
   if (failed(results))
     return fail(ImportStatus::invalid);
+  // Shapes a handler inferred from attributes (pads, sizes, repeats) are as
+  // untrusted as the file's own tensors: the same rank and element limits
+  // hold for them, so no later stage computes a byte size that wraps.
+  for (Value r : *results) {
+    auto type = r ? dyn_cast<RankedTensorType>(r.getType()) : RankedTensorType();
+    if (!type)
+      continue;
+    if (type.getRank() > opts.limits.maxRank) {
+      emitError(loc) << "'" << node.op_type() << "' node '" << nodeName
+                     << "' produces a tensor of rank " << type.getRank()
+                     << ", over the limit of " << opts.limits.maxRank;
+      return fail(ImportStatus::invalid);
+    }
+    std::vector<int64_t> dims;
+    for (int64_t d : type.getShape())
+      if (!ShapedType::isDynamic(d))
+        dims.push_back(d);
+    if (!checkedNumElements(dims, opts.limits.maxTensorElements)) {
+      auto diag = emitError(loc)
+                  << "'" << node.op_type() << "' node '" << nodeName
+                  << "' produces a tensor of shape ";
+      llvm::interleave(type.getShape(), diag, [&](int64_t d) {
+        if (ShapedType::isDynamic(d)) diag << "?"; else diag << d;
+      }, "x");
+      diag << ", over the limit of " << opts.limits.maxTensorElements
+           << " elements (check its attributes: pads, sizes, shapes)";
+      return fail(ImportStatus::invalid);
+    }
+  }
   for (int i = 0; i < node.output_size(); ++i) {
     Value r = i < static_cast<int>(results->size()) ? (*results)[i] : Value();
     if (!r) {

@@ -6,6 +6,7 @@
 #ifndef REWIRE_PASSES_CONVERSION_PASSES_H
 #define REWIRE_PASSES_CONVERSION_PASSES_H
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

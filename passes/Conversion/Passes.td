@@ -76,6 +76,46 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
   ];
 }
 
+def CheckIndices : Pass<"rewire-check-indices", "::mlir::ModuleOp"> {
+  let summary = "Check index, label and divisor values at run time";
+  let description = [{
+    Index values inside tensors (token ids, class labels) are untrusted
+    input. Before every `nn.gather`, `nn.scatter_add`, `nn.cross_entropy` and
+    `nn.cross_entropy_grad`, and before every integer `nn.div`, this pass
+    inserts one reduction over the values that finds the first (row-major)
+    element outside the valid range (`[-n, n)` for a gather over `n` rows,
+    ONNX's negative indices included; `[0, C)` or the ignore index for
+    labels; nonzero for divisors). When there is one, the code calls
+
+    ```c
+    // what, requirement: NUL-terminated strings; shape: rank int64s; the
+    // three pointers are passed as int64_t addresses.
+    void rewire_check_failed(int64_t what, int64_t requirement, int64_t shape,
+                             int64_t rank, int64_t position, int64_t value);
+    ```
+
+    (`func.func private @rewire_check_failed`, declared by the pass; the
+    CPU runtime's `runtime/Kernels.c` makes it the call's error, naming the
+    op, its ONNX node, the input the values come from, the value, its
+    coordinates and the valid range). The same values are checked once per
+    function. The lowerings clamp indices and make integer division total
+    independently of this pass, so code without the checks (the CUDA target)
+    never reads out of bounds or traps; it just cannot report the error.
+
+    Example: `%e = nn.gather %table, %ids` over 10 rows becomes, before it,
+    a `linalg.generic` reduction over `%ids` to a `tensor<i64>` and an
+    `scf.if` calling `@rewire_check_failed` with
+    `"nn.gather 'emb': index (from input 'ids')"` and
+    `"must be in [-10, 10)"`.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+    "::mlir::affine::AffineDialect",
+  ];
+}
+
 def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg producers into their consumers";
   let description = [{

@@ -1,5 +1,6 @@
 //===- CompileCache.cpp - Compile models for the runtime tools ------------===//
 #include "tools/common/CompileCache.h"
+#include "rewire/Support/CpuArtifact.h"
 #include "rewire/Support/Hash.h"
 #include "rewire/Version.h"
 
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <pwd.h>
 #include <unistd.h>
 
 namespace rewire::tools {
@@ -24,6 +26,51 @@ std::string toolDir() {
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));
 }
+
+namespace {
+
+/// The files an ONNX model's tensors keep their data in (external data):
+/// every `location` entry of the protobuf (key field 1 = "location", value
+/// field 2), found by scanning the bytes. A false match only adds a file
+/// to the key.
+std::vector<std::string> externalDataFiles(const std::string &bytes) {
+  static const std::string marker = std::string("\x0a\x08location\x12", 11);
+  std::vector<std::string> out;
+  for (size_t at = bytes.find(marker); at != std::string::npos;
+       at = bytes.find(marker, at + 1)) {
+    size_t i = at + marker.size();
+    uint64_t len = 0;
+    for (int shift = 0; i < bytes.size() && shift < 35; shift += 7) {
+      auto c = static_cast<unsigned char>(bytes[i++]);
+      len |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80))
+        break;
+    }
+    if (len > 0 && len < 4096 && i + len <= bytes.size())
+      out.push_back(bytes.substr(i, len));
+  }
+  return out;
+}
+
+/// The cache's root folder, never a folder other users can write: the
+/// environment's choice, else the user's home from the password database
+/// when HOME is unset.
+std::string cacheRoot(const std::function<void(const std::string &, int)> &die) {
+  if (const char *env = std::getenv("REWIRE_CACHE_DIR"); env && *env)
+    return env;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/rewire";
+  const char *home = std::getenv("HOME");
+  if (!home || !*home) {
+    const passwd *pw = ::getpwuid(::getuid());
+    home = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : nullptr;
+  }
+  if (!home)
+    die("no home folder for the compile cache (HOME is unset): set REWIRE_CACHE_DIR", 4);
+  return std::string(home) + "/.cache/rewire";
+}
+
+} // namespace
 
 /// Compiles an .onnx/.mlir model into the cache, once per content + flags.
 
@@ -60,14 +107,26 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   struct stat st;
   if (::stat(compiler.c_str(), &st) == 0)
     key += "\n" + std::to_string(st.st_mtime);
+  // Code is generated for this CPU (--cpu=native): a cache shared by
+  // machines (a network home) keeps one entry per feature set.
+  std::vector<std::string> lacking = rewire::cpu::missingFeatures(rewire::cpu::checkedFeatures());
+  key += "\ncpu lacks:";
+  for (const std::string &f : lacking)
+    key += " " + f;
+  // Weights kept outside the .onnx (external data): an edited file is a
+  // new entry, not stale weights.
+  std::string modelDir = model.find('/') == std::string::npos ? "." : model.substr(0, model.rfind('/'));
+  for (const std::string &f : externalDataFiles(key.substr(0, ss.str().size()))) {
+    struct stat ext;
+    if (::stat((modelDir + "/" + f).c_str(), &ext) == 0)
+      key += "\nexternal " + f + " " + std::to_string(ext.st_size) + " " +
+             std::to_string(ext.st_mtim.tv_sec) + "." + std::to_string(ext.st_mtim.tv_nsec) +
+             " " + std::to_string(ext.st_ino);
+  }
   char hash[32];
   std::snprintf(hash, sizeof(hash), "%016llx",
                 static_cast<unsigned long long>(rewire::fnv1a(key.data(), key.size())));
-  const char *env = std::getenv("REWIRE_CACHE_DIR");
-  const char *home = std::getenv("HOME");
-  std::string root = env && *env ? env
-                     : std::getenv("XDG_CACHE_HOME") ? std::string(std::getenv("XDG_CACHE_HOME")) + "/rewire"
-                                                     : std::string(home ? home : "/tmp") + "/.cache/rewire";
+  std::string root = cacheRoot(die);
   std::string dir = root + "/" + hash;
   std::string artifact = dir + "/model.rwx";
   bool mlir = model.size() > 5 && model.compare(model.size() - 5, 5, ".mlir") == 0;
@@ -80,6 +139,17 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
     cuda |= f == "--target=cuda";
   if (cuda && emu && *emu && ::stat(emu, &st) == 0 && S_ISDIR(st.st_mode))
     emulatorKernels = std::string(emu) + "/" + hash + ".emu.so";
+  // Native code is loaded from here: refuse a folder or artifact someone
+  // else could have written (it would run as this user).
+  auto checkPrivate = [&](const std::string &path) {
+    struct stat p;
+    if (::stat(path.c_str(), &p) == 0 && (p.st_uid != ::getuid() || (p.st_mode & S_IWOTH)))
+      die("'" + path + "' in the compile cache is not private to this user (owned by another "
+          "user or writable by others): set REWIRE_CACHE_DIR to a folder of your own", 4);
+  };
+  checkPrivate(root);
+  checkPrivate(dir);
+  checkPrivate(artifact);
   if (::stat(artifact.c_str(), &st) == 0 && !mlir &&
       (emulatorKernels.empty() || ::stat(emulatorKernels.c_str(), &st) == 0))
     return artifact;
@@ -89,6 +159,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
       die("cache folder '" + dir + "' contains a quote", 4);
   if (std::system(mk.c_str()) != 0)
     die("cannot create the cache folder '" + dir + "' (set REWIRE_CACHE_DIR)", 4);
+  checkPrivate(root);
+  checkPrivate(dir);
   // Compile into a private folder, then rename into place (parameters
   // first; the artifact's existence says the entry is complete), so
   // processes compiling or loading the same entry at once never see a

@@ -95,6 +95,11 @@ static cl::opt<bool> preciseMath(
     "precise-math",
     cl::desc("Call libm for exp/tanh/erf instead of vectorizable polynomial approximations"),
     cl::cat(category));
+static cl::opt<bool> checkIndices(
+    "check-indices",
+    cl::desc("Check index values, class labels and integer divisors at run time: an out-of-range "
+             "value is an error of the call (default on; CPU target)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<unsigned> threads(
     "loop-threads",
     cl::desc("Threads for the generated (non-GEMM) loops through OpenMP: 1 = sequential (default; "
@@ -176,6 +181,7 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   options.blas = !noBlas;
   options.preciseMath = preciseMath;
+  options.checkIndices = checkIndices;
   options.threads = threads;
   options.seed = seed;
   options.gpuChip = gpuChip;

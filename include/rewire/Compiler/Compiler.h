@@ -10,6 +10,8 @@
 #ifndef REWIRE_COMPILER_COMPILER_H
 #define REWIRE_COMPILER_COMPILER_H
 
+#include "rewire/Support/CpuArtifact.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
@@ -29,7 +31,7 @@ class Module;
 namespace rewire::compiler {
 
 /// The artifact format version the compiler writes and the runtime accepts.
-constexpr int kArtifactFormatVersion = 1;
+constexpr int kArtifactFormatVersion = rewire::cpu::kFormatVersion;
 
 /// Where compilation stops (`--emit=`).
 enum class Stage { nn, residual, linalg, gpu, ptx, llvmDialect, llvm, object, artifact };
@@ -48,6 +50,9 @@ struct CompileOptions {
   /// Call libm for exp/tanh/erf/... instead of vectorizable polynomial
   /// approximations (which -O2 and above use otherwise).
   bool preciseMath = false;
+  /// Check index values, class labels and integer divisors at run time
+  /// (rewire-check-indices; CPU target only).
+  bool checkIndices = true;
   /// Threads for the generated (non-GEMM) loops: 1 = sequential code, 0 = as
   /// many as OpenMP's default (the machine's cores), N = N. Sequential is the
   /// default: with OpenBLAS's threads busy-waiting between GEMMs, OpenMP
@@ -214,6 +219,11 @@ std::optional<std::string> writeEmulatorKernels(mlir::OwningOpRef<mlir::ModuleOp
 
 /// FNV-1a (64 bits) of `bytes`: how the emulator recognizes an image.
 uint64_t imageHash(llvm::StringRef bytes);
+
+/// The x86 features of CpuArtifact.h that code generation for `options`
+/// (--cpu) may use: what an artifact records as its `cpu_features`, and
+/// part of the compile cache's key. Empty with `error` set for a bad --cpu.
+std::vector<std::string> targetCpuFeatures(const CompileOptions &options, std::string &error);
 
 /// The artifact metadata JSON.
 std::string artifactMetadata(const std::vector<EntryPoint> &entries,

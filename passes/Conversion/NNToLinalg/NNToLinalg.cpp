@@ -90,6 +90,25 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
       .getResult(0);
 }
 
+/// Signed integer division that never traps: a zero divisor yields 0
+/// (rewire-check-indices reports it as an error on the CPU before this runs)
+/// and INT_MIN / -1 wraps to INT_MIN, as two's complement arithmetic does.
+Value safeDivSI(OpBuilder &b, Location l, Value x, Value y) {
+  Type t = x.getType();
+  unsigned width = t.getIntOrFloatBitWidth();
+  auto c = [&](APInt v) { return arith::ConstantOp::create(b, l, b.getIntegerAttr(t, v)); };
+  Value zero = c(APInt(width, 0)), one = c(APInt(width, 1));
+  Value minusOne = c(APInt::getAllOnes(width)), min = c(APInt::getSignedMinValue(width));
+  Value yZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+  Value overflow = arith::AndIOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, min),
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, minusOne));
+  Value safeY = arith::SelectOp::create(
+      b, l, arith::OrIOp::create(b, l, yZero, overflow), one, y);
+  Value q = arith::DivSIOp::create(b, l, x, safeY);
+  return arith::SelectOp::create(b, l, yZero, zero, q);
+}
+
 template <typename OpTy>
 struct Binary : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -115,7 +134,7 @@ struct Binary : OpConversionPattern<OpTy> {
                                  else if constexpr (std::is_same_v<OpTy, nn::MulOp>)
                                    return arith::MulIOp::create(b, l, v[0], v[1]);
                                  else
-                                   return arith::DivSIOp::create(b, l, v[0], v[1]);
+                                   return safeDivSI(b, l, v[0], v[1]);
                                }
                                if constexpr (std::is_same_v<OpTy, nn::AddOp>)
                                  return arith::AddFOp::create(b, l, v[0], v[1]);
@@ -503,6 +522,11 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
                                Value zero = arith::ConstantIndexOp::create(b, l, 0);
                                Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
                                i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, n), i);
+                               // Clamp into [0, extent): an index out of range
+                               // never reads outside the table (rewire-check-indices
+                               // reports it before this runs on the CPU).
+                               Value last = arith::ConstantIndexOp::create(b, l, std::max<int64_t>(extent - 1, 0));
+                               i = arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, i, zero), last);
                                SmallVector<Value> at;
                                for (int64_t d = 0; d < axis; ++d)
                                  at.push_back(linalg::IndexOp::create(b, l, d));

@@ -1,0 +1,42 @@
+//===- CpuArtifact.h - The contract of a CPU artifact ------------*- C++ -*-===//
+//
+// What rewire-compile writes into a CPU artifact (a shared object) and the
+// runtime reads (docs/compiling.md): the format version, the symbols the
+// runtime looks up, and the x86 features generated code may use, which the
+// artifact's metadata lists (`cpu_features`) so that the runtime refuses to
+// run it on a CPU that lacks one (instead of dying of SIGILL). Plain C++.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_SUPPORT_CPUARTIFACT_H
+#define REWIRE_SUPPORT_CPUARTIFACT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rewire::cpu {
+
+/// The artifact format version the compiler writes and the runtime accepts.
+/// 2: `cpu_features` in the metadata; entry points called through
+/// kCallSymbol (run-time checks and allocation failures become errors).
+constexpr int kFormatVersion = 2;
+
+constexpr const char *kVersionSymbol = "rewire_artifact_format_version";
+constexpr const char *kMetadataSymbol = "rewire_artifact_metadata";
+/// `int rewire_artifact_call(void (*entry)(void **), void **buffers,
+///                           char *message, int64_t capacity)`: runs the
+/// entry point; returns 0, or 1 with the error's message (runtime/Kernels.c).
+constexpr const char *kCallSymbol = "rewire_artifact_call";
+
+/// The x86 features (LLVM's names, which are also the names
+/// __builtin_cpu_supports takes) that code generation may use and that the
+/// runtime can test. The compiler records those its target enables.
+const std::vector<std::string> &checkedFeatures();
+
+/// Of `required`, the features this CPU lacks (names it cannot test count
+/// as lacking: an artifact from a newer compiler is refused, not guessed).
+std::vector<std::string> missingFeatures(const std::vector<std::string> &required);
+
+} // namespace rewire::cpu
+
+#endif // REWIRE_SUPPORT_CPUARTIFACT_H
