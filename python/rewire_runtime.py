@@ -45,6 +45,9 @@ def _library():
     for name in ("rewire_function_input", "rewire_function_output"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                                        ctypes.POINTER(_Tensor)]
+    for name in ("rewire_function_input_name", "rewire_function_output_name"):
+        getattr(lib, name).restype = ctypes.c_char_p
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32]
     lib.rewire_model_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                                      ctypes.POINTER(_Tensor), ctypes.c_int32,
                                      ctypes.POINTER(_Tensor)]
@@ -103,6 +106,16 @@ class Model:
         f = self._index(name)
         return (self._specs(f, self._lib.rewire_function_input, self._lib.rewire_function_num_inputs),
                 self._specs(f, self._lib.rewire_function_output, self._lib.rewire_function_num_outputs))
+
+    def names(self, name="forward"):
+        """([input names], [output names]) of function `name`."""
+        f = self._index(name)
+        lib = self._lib
+        ins = [lib.rewire_function_input_name(self._handle, f, i).decode()
+               for i in range(lib.rewire_function_num_inputs(self._handle, f))]
+        outs = [lib.rewire_function_output_name(self._handle, f, i).decode()
+                for i in range(lib.rewire_function_num_outputs(self._handle, f))]
+        return ins, outs
 
     def run(self, name, *inputs, outputs=None):
         """Runs `name`; inputs are NumPy arrays (made contiguous, never cast).

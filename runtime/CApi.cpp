@@ -39,8 +39,17 @@ std::optional<std::string> check(const TensorInfo &want, const rewire_tensor &ha
   if (!have.dtype || !parseDTypeName(have.dtype) || *parseDTypeName(have.dtype) != want.dtype ||
       have.rank < 0 || static_cast<size_t>(have.rank) != want.shape.size() ||
       (have.rank > 0 && !have.shape) ||
-      !std::equal(want.shape.begin(), want.shape.end(), have.shape))
-    return what + " ('" + want.name + "') must be " + want.typeString();
+      !std::equal(want.shape.begin(), want.shape.end(), have.shape)) {
+    std::string dtype = have.dtype ? have.dtype : "(no dtype)", got;
+    if (have.rank < 0 || (have.rank > 0 && !have.shape)) {
+      got = dtype + " of rank " + std::to_string(have.rank);
+    } else {
+      for (int32_t i = 0; i < have.rank; ++i)
+        got += std::to_string(have.shape[i]) + "x";
+      got += dtype;
+    }
+    return what + " ('" + want.name + "') must be " + want.typeString() + ", got " + got;
+  }
   if (!have.data && want.byteSize() > 0)
     return what + " ('" + want.name + "') has no data";
   return std::nullopt;
@@ -141,6 +150,24 @@ int32_t rewire_model_run(const rewire_model *m, int32_t f, int32_t numInputs,
     return fail(*err);
   lastError.clear();
   return 0;
+}
+
+const char *rewire_function_input_name(const rewire_model *m, int32_t f, int32_t i) {
+  const FunctionInfo *fn = functionAt(m, f);
+  if (!fn || i < 0 || static_cast<size_t>(i) >= fn->inputs.size()) {
+    fail("invalid input index " + std::to_string(i));
+    return nullptr;
+  }
+  return fn->inputs[static_cast<size_t>(i)].name.c_str();
+}
+
+const char *rewire_function_output_name(const rewire_model *m, int32_t f, int32_t i) {
+  const FunctionInfo *fn = functionAt(m, f);
+  if (!fn || i < 0 || static_cast<size_t>(i) >= fn->outputs.size()) {
+    fail("invalid output index " + std::to_string(i));
+    return nullptr;
+  }
+  return fn->outputs[static_cast<size_t>(i)].name.c_str();
 }
 
 } // extern "C"

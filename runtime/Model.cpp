@@ -302,4 +302,9 @@ std::optional<std::string> Model::runRaw(const std::string &function,
   return std::nullopt;
 }
 
+bool isInputDataError(const std::string &message) {
+  // The suffix runtime/Kernels.c gives every failed value check.
+  return message.find("(fix the input data)") != std::string::npos;
+}
+
 } // namespace rewire::runtime

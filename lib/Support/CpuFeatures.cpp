@@ -36,6 +36,10 @@ const Feature kFeatures[] = {
     REWIRE_FEATURE("avx512vp2intersect"), REWIRE_FEATURE("avxvnni"),
     REWIRE_FEATURE("gfni"),        REWIRE_FEATURE("vaes"),
     REWIRE_FEATURE("vpclmulqdq"),
+#if defined(__clang__) && __clang_major__ >= 16
+    REWIRE_FEATURE("avxifma"),     REWIRE_FEATURE("avxvnniint8"),
+    REWIRE_FEATURE("avxneconvert"),
+#endif
 };
 #undef REWIRE_FEATURE
 #else

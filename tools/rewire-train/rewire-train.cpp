@@ -101,6 +101,10 @@ void usage() {
          "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
 }
 
+/// Marks the checkpoints this tool writes (safetensors metadata "writer"):
+/// --resume deletes only stale files that carry it.
+const char *const kCheckpointWriter = "rewire-train checkpoint";
+
 Options parse(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -481,10 +485,45 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     if (DIR *d = ::opendir(o.checkpoint.c_str())) {
       std::string keep = "model-" + std::to_string(start) + ".safetensors";
       std::vector<std::string> stale;
+      // Only files this tool wrote: `model-<step>.safetensors` whose
+      // metadata says it is a rewire-train checkpoint of that step, and the
+      // temp files of the atomic writes (`<name>.tmp.<pid>` of those names).
+      auto stepOf = [](const std::string &n, size_t &end) -> std::optional<std::string> {
+        const std::string pre = "model-", suf = ".safetensors";
+        size_t i = pre.size();
+        if (n.rfind(pre, 0) != 0)
+          return std::nullopt;
+        while (i < n.size() && std::isdigit(static_cast<unsigned char>(n[i])))
+          ++i;
+        if (i == pre.size() || i - pre.size() > 18 || n.compare(i, suf.size(), suf) != 0)
+          return std::nullopt;
+        end = i + suf.size();
+        return n.substr(pre.size(), i - pre.size());
+      };
+      auto isTemp = [](const std::string &n, size_t at) {
+        const std::string tmp = ".tmp.";
+        if (n.compare(at, tmp.size(), tmp) != 0 || at + tmp.size() == n.size())
+          return false;
+        return std::all_of(n.begin() + static_cast<long>(at + tmp.size()), n.end(),
+                           [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      };
       while (dirent *e = ::readdir(d)) {
         std::string n = e->d_name;
-        bool ours = n.rfind("model-", 0) == 0 || n.rfind("state.json.tmp.", 0) == 0;
-        if (ours && n != keep)
+        size_t end = 0;
+        bool ours = false;
+        if (n.rfind("state.json.tmp.", 0) == 0) {
+          ours = isTemp(n, std::strlen("state.json"));
+        } else if (auto step = stepOf(n, end)) {
+          if (end == n.size()) {
+            SafetensorsMapping ck;
+            ours = n != keep && !ck.open(o.checkpoint + "/" + n) &&
+                   ck.metadata().count("writer") && ck.metadata().at("writer") == kCheckpointWriter &&
+                   ck.metadata().count("step") && ck.metadata().at("step") == *step;
+          } else {
+            ours = isTemp(n, end);
+          }
+        }
+        if (ours)
           stale.push_back(o.checkpoint + "/" + n);
       }
       ::closedir(d);
@@ -530,7 +569,8 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     for (size_t i : stateIn)
       entries.push_back({train->inputs[i].name, "F32", in[i].shape,
                          std::string(in[i].data.begin(), in[i].data.end())});
-    if (auto err = writeSafetensors(checkpointPath(step), entries, {{"step", std::to_string(step)}}))
+    if (auto err = writeSafetensors(checkpointPath(step), entries,
+                                    {{"step", std::to_string(step)}, {"writer", kCheckpointWriter}}))
       die(*err, 4);
     std::string state = "{\"format\":\"rewire-train-state\",\"version\":1,\"step\":" +
                         std::to_string(step) + ",\"seed\":" + std::to_string(o.seed) +
@@ -601,7 +641,7 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
         gather(vys, rows, t);
       }
       if (auto err = model->runRaw("eval_step", ip.data(), op.data()))
-        die(*err, 4);
+        die(*err, rewire::runtime::isInputDataError(*err) ? 2 : 4);
       for (size_t i = 0; i < eout.size(); ++i)
         sum[i] += eout[i].at(0);
     }
@@ -703,7 +743,7 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     for (HostTensor &t : out)
       op.push_back(t.data.data());
     if (auto err = model->runRaw("train_step", ip.data(), op.data()))
-      die(*err, 4);
+      die(*err, rewire::runtime::isInputDataError(*err) ? 2 : 4);
     double loss = out[lossOut].at(0);
     if (!std::isfinite(loss))
       die("the loss is " + std::to_string(loss) + " at step " + std::to_string(step) +

@@ -76,6 +76,11 @@ private:
 std::optional<std::string> checkInputs(const FunctionInfo &fn,
                                        const std::vector<HostTensor> &inputs);
 
+/// Whether an error of Model::run / runRaw comes from the values of the
+/// inputs (an index, class label or divisor out of range) rather than from
+/// the model or the machine: tools exit with their "bad input" code for it.
+bool isInputDataError(const std::string &message);
+
 } // namespace rewire::runtime
 
 #endif // REWIRE_RUNTIME_RUNTIME_H

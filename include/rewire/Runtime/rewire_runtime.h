@@ -46,6 +46,10 @@ int32_t rewire_function_input(const rewire_model *model, int32_t function, int32
 int32_t rewire_function_output(const rewire_model *model, int32_t function, int32_t i,
                                rewire_tensor *out);
 
+/* The name of input/output `i` ("param:<name>", "state:<name>:m", "loss",
+ * ... in training steps); NULL on a bad index. Valid while the model lives. */
+const char *rewire_function_input_name(const rewire_model *model, int32_t function, int32_t i);
+const char *rewire_function_output_name(const rewire_model *model, int32_t function, int32_t i);
 /* Runs `function`: inputs and caller-allocated outputs must match the
  * declared counts, dtypes and shapes exactly (checked). 0 on success. */
 int32_t rewire_model_run(const rewire_model *model, int32_t function, int32_t num_inputs,
