@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/common/CompileCache.h"
+#include "tools/common/Flags.h"
 #include "rewire/Runtime/CudaRuntime.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/Npy.h"
@@ -70,6 +71,8 @@ void usage() {
                "  --print-max-elements=N   print at most N elements per result (default 1024)\n"
                "  --describe               print the entry points and exit\n"
                "  --compile-flag=FLAG      pass FLAG to rewire-compile for .onnx/.mlir models\n"
+               "  --residual=KIND[:opts]   rewrite the residual streams when compiling (rewire-compile's)\n"
+               "every --flag=VALUE may also be given as --flag VALUE\n"
                "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n";
 }
 
@@ -77,11 +80,8 @@ Options parseArgs(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](const char *flag) -> std::optional<std::string> {
-      std::string f = std::string("--") + flag + "=";
-      if (a.rfind(f, 0) == 0)
-        return a.substr(f.size());
-      return std::nullopt;
+    auto value = [&](const char *flag) {
+      return tools::flagValue(argc, argv, i, flag, [](const std::string &m, int c) { die(m, c); });
     };
     auto number = [&](const std::string &v, const char *flag) {
       char *end = nullptr;
@@ -128,6 +128,9 @@ Options parseArgs(int argc, char **argv) {
       o.printMax = static_cast<int64_t>(number(*v, "print-max-elements"));
     } else if (auto v = value("compile-flag")) {
       o.compileFlags.push_back(*v);
+    } else if (auto v = value("residual")) {
+      // The compiler's own option, for .onnx/.mlir models.
+      o.compileFlags.push_back("--residual=" + *v);
     } else if (a == "--describe") {
       o.describe = true;
     } else if (a.rfind("-", 0) == 0) {
@@ -448,7 +451,8 @@ int main(int argc, char **argv) {
     artifact = tools::compileCached(o.model, o.compileFlags, [](const std::string &m, int c) { die(m, c); });
   }
   else if (!o.compileFlags.empty())
-    die("--compile-flag applies to .onnx/.mlir models only", 1);
+    die("--compile-flag and --residual apply to .onnx/.mlir models only: '" + o.model +
+        "' is compiled already (recompile it with rewire-compile and the flag)", 1);
 
   std::string error;
   bool cudaArtifact = isCudaArtifact(artifact);

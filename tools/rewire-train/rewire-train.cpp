@@ -26,6 +26,7 @@
 #include "rewire/Support/Npy.h"
 #include "rewire/Support/Safetensors.h"
 #include "tools/common/CompileCache.h"
+#include "tools/common/Flags.h"
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +57,8 @@ namespace {
 }
 
 struct Options {
+  std::vector<std::string> compileOnly; ///< compile-shaping flags given
+  bool optimizerGiven = false;
   std::string model, inputs, targets, optimizer = "sgd", schedule = "constant", metrics,
       checkpoint, output, residual, frozen, depthWeights, plot, params, data, text, tokenDtype = "uint16", loss, exportOnnx,
       valData, valInputs, valTargets, jsonl, device; ///< device: cpu, cuda, or "" (the artifact's)
@@ -98,6 +101,7 @@ void usage() {
          "  --eval-every=K --eval-batches=N    validation loss (mean of N batches) every K steps\n"
          "  --jsonl=FILE.jsonl                 one JSON object per step (and per validation)\n"
          "  --grad-norms                       add each parameter's gradient norm to the JSONL rows\n"
+         "every --flag=VALUE may also be given as --flag VALUE\n"
          "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
 }
 
@@ -109,9 +113,8 @@ Options parse(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto val = [&](const char *flag) -> std::optional<std::string> {
-      std::string f = std::string("--") + flag + "=";
-      return a.rfind(f, 0) == 0 ? std::optional<std::string>(a.substr(f.size())) : std::nullopt;
+    auto val = [&](const char *flag) {
+      return tools::flagValue(argc, argv, i, flag, [](const std::string &m, int c) { die(m, c); });
     };
     auto number = [&](const std::string &v, const char *flag) {
       char *end = nullptr;
@@ -126,6 +129,15 @@ Options parse(int argc, char **argv) {
         die(std::string("--") + flag + " expects a whole number, got '" + v + "'", 1);
       return static_cast<int64_t>(d);
     };
+    // Flags that shape the compiled train step: a precompiled artifact
+    // cannot honor them (checked in main).
+    if (a == "--optimizer" || a.rfind("--optimizer=", 0) == 0)
+      o.optimizerGiven = true;
+    for (const char *f : {"--loss", "--momentum", "--weight-decay", "--beta1",
+                          "--beta2", "--eps", "--clip", "--frozen", "--residual",
+                          "--depth-weights", "--grad-norms"})
+      if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
+        o.compileOnly.push_back(f);
     if (a == "--help" || a == "-h") {
       usage();
       std::exit(0);
@@ -716,6 +728,9 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   }
 
   bool adam = inIndex.count("bias_correction1") > 0;
+  if (o.optimizerGiven && adam != (o.optimizer == "adamw"))
+    die("--optimizer=" + o.optimizer + ": '" + artifact + "' was compiled for " +
+        (adam ? "adamw" : "sgd") + " (its train step fixes the optimizer)", 1);
   auto t0 = std::chrono::steady_clock::now();
   int64_t end = o.stopAfter >= 0 ? std::min(o.stopAfter, o.steps) : o.steps;
   if (end < start)
@@ -864,6 +879,14 @@ int main(int argc, char **argv) {
     size_t n = std::strlen(ext);
     return o.model.size() > n && o.model.compare(o.model.size() - n, n, ext) == 0;
   };
+  if ((endsWith(".rwx") || endsWith(".rwcu")) && !o.compileOnly.empty()) {
+    std::string list;
+    for (const std::string &f : o.compileOnly)
+      list += (list.empty() ? "" : ", ") + f;
+    die(list + ": '" + o.model + "' is compiled already, with its train step fixed; pass the .onnx "
+        "or .mlir model (rewire-train compiles it with these flags) or recompile with "
+        "rewire-compile --train=...", 1);
+  }
   if (!endsWith(".rwx") && !endsWith(".rwcu")) {
     std::string spec = o.optimizer + ":loss=" + o.loss;
     char buf[512];
