@@ -100,7 +100,7 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
     };
 
     func::FuncOp callee;
-    auto declareCallee = [&](OpBuilder &b) {
+    auto declareCallee = [&]() {
       if (callee)
         return;
       callee = module.lookupSymbol<func::FuncOp>(kCheckFailed);
@@ -114,7 +114,6 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
       callee = func::FuncOp::create(mb, module.getLoc(), kCheckFailed,
                                     mb.getFunctionType({i64, i64, i64, i64, i64, i64}, {}));
       callee.setPrivate();
-      (void)b;
     };
 
     auto emitCheck = [&](Operation *op, Value values, const Requirement &req,
@@ -124,7 +123,7 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
           type.getElementType().isInteger(1) || type.getNumElements() == 0)
         return;
       OpBuilder b(op);
-      declareCallee(b);
+      declareCallee();
       Location loc = op->getLoc();
       MLIRContext *ctx = op->getContext();
       Type elt = type.getElementType();
