@@ -8,6 +8,7 @@
 
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/NNParameters.h"
+#include "dialects/residual/ResidualOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -78,7 +79,8 @@ LogicalResult specOf(Operation *where, Type type, std::string name, StringRef ro
 
 } // namespace
 
-LogicalResult rewire::compiler::applyResidualRewrite(ModuleOp module, StringRef spec) {
+LogicalResult rewire::compiler::applyResidualRewrite(ModuleOp module, StringRef spec,
+                                                     bool allowNone) {
   auto [kind, rest] = spec.split(':');
   // Options are `name=value` pairs separated by commas; refuse anything
   // that could be read as pipeline syntax.
@@ -96,8 +98,27 @@ LogicalResult rewire::compiler::applyResidualRewrite(ModuleOp module, StringRef 
                                 << "' is not option=value";
     options += " " + p.str();
   }
-  return runPipeline(module, "func.func(residual-detect),residual-rewrite{" + options + "}",
-                     "--residual='" + spec.str() + "'");
+  std::string what = "--residual='" + spec.str() + "'";
+  if (failed(runPipeline(module, "func.func(residual-detect)", what)))
+    return failure();
+  // A rewrite that finds nothing would silently hand back the original
+  // model: say so instead (issue: users took exit 0 for a rewritten model).
+  bool hasStream = false;
+  module.walk([&](rewire::residual::StreamOpInterface) {
+    hasStream = true;
+    return WalkResult::interrupt();
+  });
+  if (!hasStream && !allowNone)
+    return module.emitError()
+           << "rewire-compile: " << what
+           << ": no residual add found in the model, so there is nothing to rewrite. "
+              "residual-detect takes an add `h + f(h)` whose operands have one type (no "
+              "broadcast) and whose branch f reaches a parameterized matmul, gemm, conv or "
+              "attention; bias, positional and mask adds do not count. Check that the model "
+              "has skip connections (rewire-report MODEL lists what is found), or pass "
+              "--allow-no-residual to compile it unchanged";
+  // With nothing to rewrite the pass still runs: it validates the options.
+  return runPipeline(module, "residual-rewrite{" + options + "}", what);
 }
 
 void rewire::compiler::collectParameterSources(ModuleOp module, ModuleInfo &info) {

@@ -81,6 +81,11 @@ static cl::opt<std::string> residual(
     cl::desc("Detect residual adds and rewrite them: KIND[:option=value,...] with the kinds "
              "and options of residual-rewrite, e.g. review:init=identity"),
     cl::value_desc("spec"), cl::cat(category));
+static cl::opt<bool> allowNoResidual(
+    "allow-no-residual",
+    cl::desc("With --residual: compile a model in which no residual add is found unchanged "
+             "(default: that is an error, exit 3)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> train(
     "train",
     cl::desc("Also compile eval_step and train_step for OPTIMIZER[:option=value,...]: sgd or "
@@ -177,6 +182,7 @@ int main(int argc, char **argv) {
     return error("-O" + Twine(optLevel) + " is not a level; use -O0 to -O3", 1);
   CompileOptions options;
   options.residual = residual;
+  options.allowNoResidual = allowNoResidual;
   options.optLevel = optLevel;
   options.cpu = cpu;
   options.blas = !noBlas;
@@ -282,7 +288,7 @@ int main(int argc, char **argv) {
     last = now;
   };
   stage("read");
-  if (!options.residual.empty() && failed(applyResidualRewrite(*module, options.residual)))
+  if (!options.residual.empty() && failed(applyResidualRewrite(*module, options.residual, options.allowNoResidual)))
     return 3;
   if (instrument && failed(instrumentResidualStreams(*module)))
     return 3;

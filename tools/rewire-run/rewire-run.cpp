@@ -72,6 +72,7 @@ void usage() {
                "  --describe               print the entry points and exit\n"
                "  --compile-flag=FLAG      pass FLAG to rewire-compile for .onnx/.mlir models\n"
                "  --residual=KIND[:opts]   rewrite the residual streams when compiling (rewire-compile's)\n"
+               "  --allow-no-residual      with --residual: run a model without residual adds unchanged\n"
                "every --flag=VALUE may also be given as --flag VALUE\n"
                "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n";
 }
@@ -131,6 +132,8 @@ Options parseArgs(int argc, char **argv) {
     } else if (auto v = value("residual")) {
       // The compiler's own option, for .onnx/.mlir models.
       o.compileFlags.push_back("--residual=" + *v);
+    } else if (a == "--allow-no-residual") {
+      o.compileFlags.push_back(a);
     } else if (a == "--describe") {
       o.describe = true;
     } else if (a.rfind("-", 0) == 0) {

@@ -66,7 +66,7 @@ struct Options {
          eps = 1e-8, clip = 0;
   int64_t steps = 100, stopAfter = -1, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
           evalBatches = 8;
-  bool shuffle = false, resume = false, gradNorms = false;
+  bool shuffle = false, resume = false, gradNorms = false, allowNoResidual = false;
 };
 
 void usage() {
@@ -81,6 +81,8 @@ void usage() {
          "  --schedule=constant|cosine --warmup=W --min-lr=LR\n"
          "  --shuffle --seed=S                 shuffle examples per epoch (seeded)\n"
          "  --residual=KIND[:opts]             rewrite the residual stream first\n"
+         "  --allow-no-residual                with --residual: train a model without residual\n"
+         "                                     adds unchanged (default: an error)\n"
          "  --params=FILE.safetensors          initial parameters (default: the model's own);\n"
          "                                     the new parameters of a rewrite may be omitted\n"
          "  --frozen=PREFIX,PREFIX             parameters not to train\n"
@@ -135,7 +137,7 @@ Options parse(int argc, char **argv) {
       o.optimizerGiven = true;
     for (const char *f : {"--loss", "--momentum", "--weight-decay", "--beta1",
                           "--beta2", "--eps", "--clip", "--frozen", "--residual",
-                          "--depth-weights", "--grad-norms"})
+                          "--depth-weights", "--grad-norms", "--allow-no-residual"})
       if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
         o.compileOnly.push_back(f);
     if (a == "--help" || a == "-h") {
@@ -154,6 +156,7 @@ Options parse(int argc, char **argv) {
     else if (auto v = val("plot")) o.plot = *v;
     else if (auto v = val("params")) o.params = *v;
     else if (a == "--grad-norms") o.gradNorms = true;
+    else if (a == "--allow-no-residual") o.allowNoResidual = true;
     else if (auto v = val("stop-after")) o.stopAfter = count(*v, "stop-after");
     else if (auto v = val("data")) o.data = *v;
     else if (auto v = val("text")) o.text = *v;
@@ -858,7 +861,7 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     if (!o.residual.empty()) {
       rewritten = stem + ".rewritten.mlir";
       if (tools::runTool({dir + "/rewire-compile", source, "--emit=residual",
-                          "--residual=" + o.residual, "-o", rewritten}) != 0)
+                          "--residual=" + o.residual, "--allow-no-residual", "-o", rewritten}) != 0)
         die("exporting: the residual rewrite failed", 4);
     }
     if (tools::runTool({dir + "/rewire-export", rewritten, "--params", trained, "-o", o.exportOnnx}) != 0)
@@ -909,6 +912,8 @@ int main(int argc, char **argv) {
     std::vector<std::string> flags = {"--train=" + spec};
     if (!o.residual.empty())
       flags.push_back("--residual=" + o.residual);
+    if (o.allowNoResidual)
+      flags.push_back("--allow-no-residual");
     if (o.device == "cuda")
       flags.push_back("--target=cuda");
     artifact = tools::compileCached(o.model, flags, die);

@@ -40,6 +40,9 @@ struct CompileOptions {
   /// `KIND[:option=value,...]` for residual-detect + residual-rewrite (empty:
   /// none). Options are those of residual-rewrite.
   std::string residual;
+  /// Accept a model in which `residual` finds no residual add (it is then
+  /// compiled unchanged); by default that is an error.
+  bool allowNoResidual = false;
   /// 0-3: the LLVM optimization level; 0 also skips linalg fusion.
   unsigned optLevel = 2;
   /// Target CPU for code generation ("native" = this machine, "generic",
@@ -128,7 +131,10 @@ mlir::LogicalResult addTrainingSteps(mlir::ModuleOp module, llvm::StringRef spec
                                      ModuleInfo &info);
 
 /// Runs residual-detect and residual-rewrite for `spec` (see CompileOptions).
-mlir::LogicalResult applyResidualRewrite(mlir::ModuleOp module, llvm::StringRef spec);
+/// Fails with an error saying why when the model has no residual stream to
+/// rewrite, unless `allowNone`.
+mlir::LogicalResult applyResidualRewrite(mlir::ModuleOp module, llvm::StringRef spec,
+                                         bool allowNone = false);
 
 /// Parameters to arguments, nn/residual to linalg on tensors, fusion.
 /// Records the entry points (public functions) and parameter sources.
