@@ -9,11 +9,14 @@
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/CpuArtifact.h"
 #include "rewire/Support/Json.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
+#include "ElfImage.h"
 #include "Specs.h"
 
 #include <cstring>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <map>
 
 namespace rewire::runtime {
@@ -113,6 +116,23 @@ const FunctionInfo *Model::function(const std::string &name) const {
 std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string &error,
                                    const std::string &parametersPath) {
   auto impl = std::make_unique<Impl>();
+  // The ELF headers are checked first: a truncated or damaged file would
+  // crash the loader. (Loading through /proc/self/fd/N would close the
+  // window between check and load, but glibc identifies loaded objects by
+  // that name, and fd numbers are reused: a second model would silently
+  // resolve to the first.)
+  int fd;
+  uint64_t size;
+  if (auto err = openRegularFile(artifactPath, fd, size)) {
+    error = "cannot load artifact '" + artifactPath + "': " + *err;
+    return nullptr;
+  }
+  auto bad = checkElfImage(fd, size, artifactPath);
+  ::close(fd);
+  if (bad) {
+    error = "cannot load artifact '" + artifactPath + "': " + *bad;
+    return nullptr;
+  }
   // dlopen searches the library path for names without a slash.
   std::string path = artifactPath.find('/') == std::string::npos ? "./" + artifactPath
                                                                   : artifactPath;

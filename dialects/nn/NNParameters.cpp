@@ -6,6 +6,7 @@
 #include "dialects/nn/NNParameters.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace rewire::nn;
@@ -63,4 +64,21 @@ Value rewire::nn::loadParameter(OpBuilder &builder, Location loc,
   return ml_program::GlobalLoadConstOp::create(
       builder, loc, param.getType(),
       FlatSymbolRefAttr::get(param.getSymNameAttr()));
+}
+
+mlir::LogicalResult rewire::nn::checkParameterFileRef(mlir::ModuleOp module,
+                                                      llvm::StringRef irPath) {
+  auto file = module->getAttrOfType<mlir::StringAttr>(kParameterFileAttrName);
+  if (!file)
+    return mlir::success();
+  llvm::StringRef ref = file.getValue();
+  bool escapes = ref.empty() || llvm::sys::path::is_absolute(ref);
+  for (auto it = llvm::sys::path::begin(ref), e = llvm::sys::path::end(ref); it != e; ++it)
+    escapes |= *it == "..";
+  if (!escapes)
+    return mlir::success();
+  return module.emitError() << "nn.parameter_file '" << ref << "' of '" << irPath
+                            << "' is not a file in the IR's folder: the parameter file must "
+                               "sit beside (or below) the .mlir file that names it, as a "
+                               "relative path without '..'; move it there and name it so";
 }

@@ -23,6 +23,13 @@ namespace rewire::nn {
 /// parameters initialized with #ml_program.extern.
 constexpr llvm::StringLiteral kParameterFileAttrName = "nn.parameter_file";
 
+/// Checks the `nn.parameter_file` of a module read from a file: it must name
+/// a file in the IR file's folder or below it (a relative path without
+/// `..`), so that IR from elsewhere cannot copy arbitrary files from disk
+/// into compiled or exported outputs. Returns the message (naming `irPath`)
+/// when it does not; success when the module names no file.
+mlir::LogicalResult checkParameterFileRef(mlir::ModuleOp module, llvm::StringRef irPath);
+
 /// One named parameter of a model.
 struct Parameter {
   mlir::ml_program::GlobalOp global;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace rewire {
@@ -56,6 +57,19 @@ writeFileAtomically(const std::string &path,
     ::fsync(dfd); // best effort: some file systems refuse directory fsync
     ::close(dfd);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> checkOutputPath(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return "'" + path + "' is a directory; give a file name";
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "cannot write '" + path + "': the folder '" + dir + "' does not exist";
+  if (::access(dir.c_str(), W_OK) != 0)
+    return "cannot write '" + path + "': the folder '" + dir + "' is not writable";
   return std::nullopt;
 }
 

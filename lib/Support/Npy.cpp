@@ -1,5 +1,6 @@
 //===- Npy.cpp - Read and write NumPy .npy files --------------------------===//
 #include "rewire/Support/Npy.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Support/AtomicFile.h"
 
 #include <cerrno>
@@ -175,12 +176,10 @@ std::optional<std::string> parseNpy(const std::string &bytes, const std::string 
 }
 
 std::optional<std::string> readNpy(const std::string &path, HostTensor &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return "cannot read '" + path + "': " + std::strerror(errno);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parseNpy(ss.str(), path, out);
+  std::string bytes;
+  if (auto err = readRegularFile(path, bytes))
+    return err;
+  return parseNpy(bytes, path, out);
 }
 
 std::optional<std::string> writeNpy(const std::string &path, const HostTensor &t) {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Support/Safetensors.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Json.h"
 
 #include <algorithm>
@@ -100,19 +101,8 @@ parseHeader(const std::string &header, uint64_t dataSize,
 /// file size and header length.
 std::optional<std::string> openChecked(const std::string &path, uint64_t maxBytes,
                                        int &fd, uint64_t &size) {
-  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return "cannot read '" + path + "': " + std::strerror(errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return "'" + path + "' is not a regular file";
-  }
-  size = static_cast<uint64_t>(st.st_size);
-  if (size > maxBytes) {
-    ::close(fd);
-    return "'" + path + "' is " + std::to_string(size) + " bytes, over the limit";
-  }
+  if (auto err = openRegularFile(path, fd, size, maxBytes))
+    return err;
   if (size < 8) {
     ::close(fd);
     return "'" + path + "' is too short to be a safetensors file";

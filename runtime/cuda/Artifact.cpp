@@ -1,4 +1,5 @@
 //===- Artifact.cpp - Read and validate a CUDA artifact -------------------===//
+#include "rewire/Support/ReadFile.h"
 #include "Artifact.h"
 
 #include "../Specs.h"
@@ -205,12 +206,10 @@ std::optional<std::string> readFunction(const JsonValue &f, const Artifact &a, F
 } // namespace
 
 std::optional<std::string> readArtifact(const std::string &path, Artifact &a) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return "cannot read '" + path + "'";
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return readArtifactBytes(ss.str(), path, a);
+  std::string bytes;
+  if (auto err = readRegularFile(path, bytes))
+    return err;
+  return readArtifactBytes(std::move(bytes), path, a);
 }
 
 std::optional<std::string> readArtifactBytes(std::string bytes, const std::string &path,

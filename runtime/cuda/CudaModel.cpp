@@ -9,6 +9,7 @@
 #include "Driver.h"
 #include "../Specs.h"
 #include "rewire/Support/CudaArtifact.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
 
 #include <cstdlib>
@@ -21,6 +22,9 @@ namespace rewire::runtime {
 using namespace cuda;
 
 bool isCudaArtifact(const std::string &path) {
+  // Not a regular file: not an artifact (the CPU loader then says why).
+  if (checkRegularFile(path))
+    return false;
   std::ifstream in(path, std::ios::binary);
   char magic[sizeof(rewire::cuda::kMagic)] = {};
   in.read(magic, sizeof(magic));

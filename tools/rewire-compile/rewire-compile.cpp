@@ -13,10 +13,14 @@
 // written; 5 code generation or the link failed.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/nn/NNParameters.h"
 #include "rewire/Compiler/Compiler.h"
 #include "rewire/Import/OnnxImport.h"
 #include "rewire/InitAll.h"
+#include "rewire/Support/Nesting.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Version.h"
+#include "tools/common/OutOfMemory.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -160,6 +164,7 @@ int writeText(const std::string &path, function_ref<void(raw_ostream &)> fn) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  rewire::tools::exitOnOutOfMemory("rewire-compile", 4);
   setBugReportMsg("PLEASE report this crash at " REWIRE_BUG_REPORT_URL
                   " with the model and the command line above.\n");
   cl::HideUnrelatedOptions(category);
@@ -223,7 +228,7 @@ int main(int argc, char **argv) {
   // Where the parameters of an imported model go until the artifact's file
   // is written.
   SmallString<256> importedParams;
-  auto cleanup = make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     if (!importedParams.empty())
       sys::fs::remove(importedParams);
   });
@@ -265,12 +270,21 @@ int main(int argc, char **argv) {
     module = std::move(result.module);
   } else {
     std::string err;
+    if (inputPath != "-")
+      if (auto bad = rewire::checkRegularFile(inputPath.getValue(), /*allowPipes=*/true))
+        return error(*bad, 4);
     auto file = mlir::openInputFile(inputPath, &err);
     if (!file)
       return error(err, 4);
+    if (auto deep = rewire::checkNestingDepth(file->getBuffer(), inputPath.getValue())) {
+      errs() << *deep << "\n";
+      return 2;
+    }
     sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
     module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
     if (!module)
+      return 2;
+    if (failed(rewire::nn::checkParameterFileRef(*module, inputPath)))
       return 2;
   }
   if (failed(mlir::verify(*module)))

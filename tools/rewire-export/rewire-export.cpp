@@ -12,9 +12,13 @@
 // 4 a file could not be read or written.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/nn/NNParameters.h"
 #include "rewire/Export/OnnxExport.h"
 #include "rewire/InitAll.h"
+#include "rewire/Support/Nesting.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Version.h"
+#include "tools/common/OutOfMemory.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -45,6 +49,7 @@ static cl::opt<std::string> function("function", cl::desc("Function to export"),
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  rewire::tools::exitOnOutOfMemory("rewire-export", 4);
   llvm::setBugReportMsg("PLEASE report this crash at " REWIRE_BUG_REPORT_URL
                         " with the input file and the command line above.\n");
   cl::HideUnrelatedOptions(category);
@@ -64,15 +69,25 @@ int main(int argc, char **argv) {
     return mlir::success();
   });
   llvm::SourceMgr sourceMgr;
+  if (auto bad = rewire::checkRegularFile(inputPath, /*allowPipes=*/true)) {
+    errs() << "rewire-export: error: " << *bad << "\n";
+    return 4;
+  }
   auto file = llvm::MemoryBuffer::getFile(inputPath);
   if (!file) {
     errs() << "rewire-export: error: cannot read '" << inputPath
            << "': " << file.getError().message() << "\n";
     return 4;
   }
+  if (auto deep = rewire::checkNestingDepth((*file)->getBuffer(), inputPath)) {
+    errs() << *deep << "\n";
+    return 2;
+  }
   sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
   if (!module)
+    return 2;
+  if (paramsPath.empty() && failed(rewire::nn::checkParameterFileRef(*module, inputPath)))
     return 2;
   rewire::onnx_export::ExportOptions options;
   SmallString<256> dir(inputPath);

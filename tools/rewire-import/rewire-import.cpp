@@ -14,6 +14,7 @@
 #include "rewire/Import/OnnxImport.h"
 #include "rewire/InitAll.h"
 #include "rewire/Version.h"
+#include "tools/common/OutOfMemory.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -98,6 +99,7 @@ static void printVersion(raw_ostream &os) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  rewire::tools::exitOnOutOfMemory("rewire-import", 4);
   llvm::setBugReportMsg("PLEASE report this crash at " REWIRE_BUG_REPORT_URL
                         " with the model file and the command line above.\n");
   cl::AddExtraVersionPrinter(printVersion);

@@ -15,6 +15,7 @@
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/Npy.h"
+#include "rewire/Support/Printable.h"
 #include "rewire/Support/Safetensors.h"
 #include "tools/common/CompileCache.h"
 
@@ -34,7 +35,7 @@ namespace {
 using runtime::Model;
 
 [[noreturn]] void die(const std::string &message, int code) {
-  std::cerr << "rewire-report: error: " << message << "\n";
+  std::cerr << "rewire-report: error: " << printable(message) << "\n";
   std::exit(code);
 }
 

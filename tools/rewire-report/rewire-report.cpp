@@ -19,11 +19,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/residual/ResidualOps.h"
-#include "tools/rewire-report/Stats.h"
 #include "passes/Transforms/Passes.h"
 #include "rewire/Import/OnnxImport.h"
 #include "rewire/InitAll.h"
+#include "rewire/Support/Nesting.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Version.h"
+#include "tools/common/OutOfMemory.h"
+#include "tools/rewire-report/Stats.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -68,6 +71,7 @@ static cl::opt<double> statsTau("tau", cl::desc("--layer-stats: ANCRe temperatur
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  rewire::tools::exitOnOutOfMemory("rewire-report", 4);
   llvm::setBugReportMsg("PLEASE report this crash at " REWIRE_BUG_REPORT_URL
                         " with the model and the command line above.\n");
   cl::HideUnrelatedOptions(category);
@@ -108,10 +112,18 @@ int main(int argc, char **argv) {
     module = std::move(result.module);
   } else {
     llvm::SourceMgr sourceMgr;
+    if (auto bad = rewire::checkRegularFile(inputPath, /*allowPipes=*/true)) {
+      errs() << "rewire-report: error: " << *bad << "\n";
+      return 2;
+    }
     auto file = MemoryBuffer::getFile(inputPath);
     if (!file) {
       errs() << "rewire-report: error: cannot read '" << inputPath
              << "': " << file.getError().message() << "\n";
+      return 2;
+    }
+    if (auto deep = rewire::checkNestingDepth((*file)->getBuffer(), inputPath)) {
+      errs() << *deep << "\n";
       return 2;
     }
     sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());

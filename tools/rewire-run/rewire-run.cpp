@@ -15,12 +15,16 @@
 // compiled, loaded or a file not read/written.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/common/CompileCache.h"
-#include "tools/common/Flags.h"
 #include "rewire/Runtime/CudaRuntime.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/Npy.h"
+#include "rewire/Support/Printable.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Version.h"
+#include "tools/common/CompileCache.h"
+#include "tools/common/Flags.h"
+#include "tools/common/OutOfMemory.h"
+#include "tools/common/TensorSpec.h"
 
 #include <algorithm>
 #include <chrono>
@@ -30,6 +34,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 
@@ -50,7 +55,7 @@ struct Options {
 };
 
 [[noreturn]] void die(const std::string &message, int code) {
-  std::cerr << "rewire-run: error: " << message << "\n";
+  std::cerr << "rewire-run: error: " << printable(message) << "\n";
   std::exit(code);
 }
 
@@ -151,105 +156,6 @@ Options parseArgs(int argc, char **argv) {
   return o;
 }
 
-/// Parses "2x3xf32" into shape and dtype.
-std::optional<std::string> parseType(const std::string &s, HostTensor &t) {
-  size_t start = 0;
-  t.shape.clear();
-  while (true) {
-    size_t x = s.find('x', start);
-    std::string part = s.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
-      if (part.size() > 12)
-        return "dimension '" + part + "' is too large";
-      t.shape.push_back(std::stoll(part));
-      if (x == std::string::npos)
-        return "'" + s + "' has no element type";
-      start = x + 1;
-      continue;
-    }
-    auto dt = parseDTypeName(s.substr(start));
-    if (!dt)
-      return "'" + s.substr(start) + "' is not an element type (f32, f64, i64, i32, i1, ...)";
-    t.dtype = *dt;
-    return std::nullopt;
-  }
-}
-
-void store(HostTensor &t, int64_t i, double v) {
-  uint8_t *p = t.data.data() + i * static_cast<int64_t>(dtypeSize(t.dtype));
-  auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
-  switch (t.dtype) {
-  case DType::F32: put(static_cast<float>(v)); break;
-  case DType::F64: put(v); break;
-  case DType::I64: put(static_cast<int64_t>(v)); break;
-  case DType::I32: put(static_cast<int32_t>(v)); break;
-  case DType::I16: put(static_cast<int16_t>(v)); break;
-  case DType::I8: put(static_cast<int8_t>(v)); break;
-  case DType::U8: put(static_cast<uint8_t>(v)); break;
-  case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
-  case DType::F16: case DType::BF16: break; // rejected before
-  }
-}
-
-/// An --input / --expected_output spec.
-std::optional<std::string> parseTensor(const std::string &spec, HostTensor &t) {
-  if (!spec.empty() && spec[0] == '@')
-    return readNpy(spec.substr(1), t);
-  size_t eq = spec.find('=');
-  if (eq == std::string::npos)
-    return "'" + spec + "' is not TYPE=VALUES or @file.npy (e.g. 2x3xf32=1,2,3,4,5,6)";
-  if (auto err = parseType(spec.substr(0, eq), t))
-    return err;
-  if (t.shape.size() > 16)
-    return "rank " + std::to_string(t.shape.size()) + " is too high";
-  int64_t numel = 1;
-  for (int64_t d : t.shape) {
-    if (d != 0 && numel > (int64_t(1) << 34) / d)
-      return "'" + spec.substr(0, eq) + "' is too large";
-    numel *= d;
-  }
-  size_t bytes = static_cast<size_t>(numel) * dtypeSize(t.dtype);
-  std::string values = spec.substr(eq + 1);
-  if (!values.empty() && values[0] == '@') {
-    std::ifstream in(values.substr(1), std::ios::binary);
-    if (!in)
-      return "cannot read '" + values.substr(1) + "'";
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    std::string raw = ss.str();
-    if (raw.size() != bytes)
-      return "'" + values.substr(1) + "' holds " + std::to_string(raw.size()) + " bytes, " +
-             t.typeString() + " needs " + std::to_string(bytes);
-    t.data.assign(raw.begin(), raw.end());
-    return std::nullopt;
-  }
-  if (t.dtype == DType::F16 || t.dtype == DType::BF16)
-    return std::string("literal values of ") + dtypeName(t.dtype) + " are not supported; use @file.npy";
-  for (char &c : values)
-    if (c == '[' || c == ']' || c == ',' || c == '\n' || c == '\t')
-      c = ' ';
-  std::istringstream in(values);
-  std::vector<double> parsed;
-  std::string word;
-  while (in >> word) {
-    char *end = nullptr;
-    double d = std::strtod(word.c_str(), &end);
-    if (*end) {
-      if (word == "true") d = 1;
-      else if (word == "false") d = 0;
-      else return "'" + word + "' is not a number";
-    }
-    parsed.push_back(d);
-  }
-  if (parsed.size() != static_cast<size_t>(numel) && parsed.size() != 1)
-    return t.typeString() + " needs " + std::to_string(numel) + " values (or one to splat), got " +
-           std::to_string(parsed.size());
-  t.data.assign(bytes, 0);
-  for (int64_t i = 0; i < numel; ++i)
-    store(t, i, parsed.size() == 1 ? parsed[0] : parsed[static_cast<size_t>(i)]);
-  return std::nullopt;
-}
-
 std::string formatValue(const HostTensor &t, int64_t i) {
   double v = t.at(i);
   char buf[48];
@@ -298,11 +204,11 @@ void print(const HostTensor &t, int64_t max, std::ostream &os) {
 template <class M> int runWith(M *model, Options &o) {
   if (o.describe) {
     for (const FunctionInfo &f : model->functions()) {
-      std::cout << "function " << f.name << "\n";
+      std::cout << "function " << printable(f.name) << "\n";
       for (const TensorInfo &t : f.inputs)
-        std::cout << "  input  " << t.name << ": " << t.typeString() << "\n";
+        std::cout << "  input  " << printable(t.name) << ": " << t.typeString() << "\n";
       for (const TensorInfo &t : f.outputs)
-        std::cout << "  output " << t.name << ": " << t.typeString() << "\n";
+        std::cout << "  output " << printable(t.name) << ": " << t.typeString() << "\n";
       std::cout << "  parameters: " << f.parameters.size() << "\n";
     }
     return 0;
@@ -317,7 +223,7 @@ template <class M> int runWith(M *model, Options &o) {
   std::vector<HostTensor> inputs;
   for (size_t i = 0; i < o.inputs.size(); ++i) {
     HostTensor t;
-    if (auto err = parseTensor(o.inputs[i], t))
+    if (auto err = tools::parseTensorSpec(o.inputs[i], t))
       die("--input " + std::to_string(i) + ": " + *err, 2);
     inputs.push_back(std::move(t));
   }
@@ -401,7 +307,7 @@ template <class M> int runWith(M *model, Options &o) {
     bool ok = true;
     for (size_t i = 0; i < outputs.size(); ++i) {
       HostTensor want;
-      if (auto err = parseTensor(o.expected[i], want))
+      if (auto err = tools::parseTensorSpec(o.expected[i], want))
         die("--expected_output " + std::to_string(i) + ": " + *err, 2);
       if (want.shape != outputs[i].shape) {
         std::cout << "[FAILED] result[" << i << "]: shape " << outputs[i].typeString()
@@ -413,11 +319,20 @@ template <class M> int runWith(M *model, Options &o) {
       int64_t bad = -1, badCount = 0;
       for (int64_t k = 0; k < want.numel(); ++k) {
         double g = outputs[i].at(k), w = want.at(k);
-        double diff = std::fabs(g - w);
-        bool nanMismatch = std::isnan(g) != std::isnan(w);
-        if (!std::isnan(diff))
+        // A tolerance does not apply to NaN or an infinity: NaN matches NaN
+        // only, inf matches inf of the same sign only (atol + rtol*inf would
+        // accept anything).
+        bool match;
+        if (std::isfinite(g) && std::isfinite(w)) {
+          double diff = std::fabs(g - w);
           maxAbs = std::max(maxAbs, diff);
-        if (nanMismatch || diff > o.atol + o.rtol * std::fabs(w)) {
+          match = diff <= o.atol + o.rtol * std::fabs(w);
+        } else {
+          match = (std::isnan(g) && std::isnan(w)) || g == w;
+          if (!match)
+            maxAbs = std::numeric_limits<double>::infinity();
+        }
+        if (!match) {
           if (bad < 0)
             bad = k;
           ++badCount;
@@ -442,6 +357,7 @@ template <class M> int runWith(M *model, Options &o) {
 }
 
 int main(int argc, char **argv) {
+  rewire::tools::exitOnOutOfMemory("rewire-run", 4);
   Options o = parseArgs(argc, argv);
   std::string artifact = o.model;
   auto endsWith = [&](const char *ext) {
@@ -464,7 +380,7 @@ int main(int argc, char **argv) {
     std::string text;
     if (auto err = describeCudaArtifact(artifact, text))
       die(*err, 4);
-    std::cout << text;
+    std::cout << printable(text);
     return 0;
   }
   std::string device = o.device.empty() ? (cudaArtifact ? "cuda" : "cpu") : o.device;

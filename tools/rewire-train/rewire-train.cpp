@@ -24,9 +24,12 @@
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/Json.h"
 #include "rewire/Support/Npy.h"
+#include "rewire/Support/Printable.h"
+#include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
 #include "tools/common/CompileCache.h"
 #include "tools/common/Flags.h"
+#include "tools/common/OutOfMemory.h"
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +55,7 @@ using namespace rewire::runtime;
 namespace {
 
 [[noreturn]] void die(const std::string &message, int code) {
-  std::cerr << "rewire-train: error: " << message << "\n";
+  std::cerr << "rewire-train: error: " << printable(message) << "\n";
   std::exit(code);
 }
 
@@ -284,10 +287,9 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     die("'" + artifact + "' has no train_step; compile it with rewire-compile --train", 4);
 
   auto readTokens = [&](const std::string &path, bool text, std::vector<int64_t> &out) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-      die("cannot read '" + path + "'", 4);
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string bytes;
+    if (auto err = readRegularFile(path, bytes))
+      die(*err, 4);
     if (text) {
       for (unsigned char c : bytes)
         out.push_back(c);
@@ -313,7 +315,9 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
       die(*err, 2);
     if (auto err = readNpy(o.targets, ys))
       die(*err, 2);
-    if (!o.valInputs.empty() && !o.valTargets.empty()) {
+    if (o.valInputs.empty() != o.valTargets.empty())
+      die("--val-inputs and --val-targets go together: give both", 1);
+    if (!o.valInputs.empty()) {
       if (auto err = readNpy(o.valInputs, vxs))
         die(*err, 2);
       if (auto err = readNpy(o.valTargets, vys))
@@ -358,10 +362,11 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     const FunctionInfo *fwd = model->function("forward");
     int64_t vocab = fwd && !fwd->outputs.empty() && !fwd->outputs[0].shape.empty()
                         ? fwd->outputs[0].shape.back() : INT64_MAX;
-    for (int64_t t : stream)
-      if (t >= vocab)
-        die("token " + std::to_string(t) + " is outside the model's vocabulary of " +
-                std::to_string(vocab), 2);
+    for (const std::vector<int64_t> *data : {&stream, &valStream})
+      for (int64_t t : *data)
+        if (t >= vocab)
+          die("token " + std::to_string(t) + (data == &stream ? "" : " of --val-data") +
+                  " is outside the model's vocabulary of " + std::to_string(vocab), 2);
     examples = (static_cast<int64_t>(stream.size()) - 1) / seqLen; // windows
   } else {
     fits(xs, xi, "--inputs");
@@ -384,6 +389,12 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     if (!tokens) {
       fits(vxs, xi, "--val-inputs");
       fits(vys, ti, "--val-targets");
+      if (vxs.shape[0] != vys.shape[0])
+        die("--val-inputs has " + std::to_string(vxs.shape[0]) + " examples, --val-targets " +
+                std::to_string(vys.shape[0]), 2);
+      if (vxs.shape[0] < batch)
+        die("fewer validation examples (" + std::to_string(vxs.shape[0]) +
+                ") than the compiled batch (" + std::to_string(batch) + ")", 2);
     }
   }
 
@@ -403,20 +414,33 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
       if (auto err = given.open(o.params))
         die("--params: " + *err, 4);
   }
+  // A tensor from a file is used only when its dtype and shape are the
+  // model's: a transposed, int32 or f16 tensor of the right byte count is
+  // not an f32 weight.
+  auto mismatch = [](const std::string &dtype, const std::vector<int64_t> &shape,
+                     const HostTensor &want) -> std::optional<std::string> {
+    auto dt = parseSafetensorsDType(dtype);
+    if (dt && *dt == want.dtype && shape == want.shape)
+      return std::nullopt;
+    return "is " + dtype + " [" + shapeString(shape) + "], the model's is " +
+           dtypeSafetensorsName(want.dtype) + " [" + shapeString(want.shape) + "]";
+  };
   std::vector<size_t> paramIn, stateIn;
   size_t fromGiven = 0;
   for (size_t i = 0; i < train->inputs.size(); ++i) {
     const std::string &name = train->inputs[i].name;
     if (name.rfind("param:", 0) == 0) {
       const auto *t = o.params.empty() ? nullptr : given.find(name.substr(6));
-      if (t && t->bytes != in[i].data.size())
-        die("--params: '" + name.substr(6) + "' has " + std::to_string(t->bytes) + " bytes; the model's "
-            "has " + std::to_string(in[i].data.size()), 2);
+      if (t)
+        if (auto why = mismatch(t->dtype, t->shape, in[i]))
+          die("--params: '" + name.substr(6) + "' in '" + o.params + "' " + *why, 2);
       fromGiven += t != nullptr;
       if (!t)
         t = init.find(name.substr(6));
-      if (!t || t->bytes != in[i].data.size())
-        die("initial value of '" + name.substr(6) + "' missing or of the wrong size", 4);
+      if (!t)
+        die("initial value of '" + name.substr(6) + "' missing", 4);
+      if (auto why = mismatch(t->dtype, t->shape, in[i]))
+        die("initial value of '" + name.substr(6) + "' " + *why, 4);
       std::memcpy(in[i].data.data(), t->data, t->bytes);
       paramIn.push_back(i);
     } else if (name.rfind("state:", 0) == 0) {
@@ -470,11 +494,11 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     return o.checkpoint + "/model-" + std::to_string(step) + ".safetensors";
   };
   if (o.resume) {
-    std::ifstream sj(o.checkpoint + "/state.json");
-    std::stringstream ss;
-    ss << sj.rdbuf();
+    std::string text;
+    if (auto err = readRegularFile(o.checkpoint + "/state.json", text, 1 << 20))
+      die("--resume: " + *err, 4);
     JsonValue st;
-    if (!sj || parseJson(ss.str(), st) || !st.get("step") || !st.get("step")->asInt())
+    if (parseJson(text, st) || !st.get("step") || !st.get("step")->asInt())
       die("no valid checkpoint state in '" + o.checkpoint + "/state.json'", 4);
     start = *st.get("step")->asInt();
     if (start < 0 || start > o.steps)
@@ -483,18 +507,17 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     SafetensorsFile ck;
     if (auto err = readSafetensors(checkpointPath(start), ck))
       die(*err, 4);
-    for (size_t i : paramIn) {
-      auto it = ck.tensors.find(train->inputs[i].name);
-      if (it == ck.tensors.end() || it->second.data.size() != in[i].data.size())
-        die("checkpoint lacks '" + train->inputs[i].name + "'", 4);
-      std::memcpy(in[i].data.data(), it->second.data.data(), in[i].data.size());
-    }
-    for (size_t i : stateIn) {
-      auto it = ck.tensors.find(train->inputs[i].name);
-      if (it == ck.tensors.end() || it->second.data.size() != in[i].data.size())
-        die("checkpoint lacks '" + train->inputs[i].name + "'", 4);
-      std::memcpy(in[i].data.data(), it->second.data.data(), in[i].data.size());
-    }
+    for (const std::vector<size_t> *group : {&paramIn, &stateIn})
+      for (size_t i : *group) {
+        auto it = ck.tensors.find(train->inputs[i].name);
+        if (it == ck.tensors.end())
+          die("checkpoint '" + checkpointPath(start) + "' lacks '" + train->inputs[i].name +
+                  "' (was it written for another model or --optimizer?)", 4);
+        if (auto why = mismatch(it->second.dtype, it->second.shape, in[i]))
+          die("checkpoint '" + checkpointPath(start) + "': '" + train->inputs[i].name + "' " + *why +
+                  " (was it written for another model?)", 4);
+        std::memcpy(in[i].data.data(), it->second.data.data(), in[i].data.size());
+      }
     // A run killed while checkpointing can leave a temp file or a newer
     // checkpoint state.json does not name yet: both are stale now.
     if (DIR *d = ::opendir(o.checkpoint.c_str())) {
@@ -667,9 +690,13 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   // On resume, a log keeps only the rows before the checkpoint's step: a run
   // killed after its last checkpoint logged steps that are now run again.
   auto truncateLog = [&](const std::string &path, bool csv) {
-    std::ifstream f(path);
-    if (!f)
-      return;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      return; // nothing logged yet
+    std::string logged;
+    if (auto err = readRegularFile(path, logged))
+      die("--resume: " + *err, 4);
+    std::istringstream f(logged);
     std::string line, kept;
     bool first = true;
     while (std::getline(f, line)) {
@@ -685,7 +712,6 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
       }
       first = false;
     }
-    f.close();
     if (auto err = writeFileAtomically(path, {&kept}))
       die(*err, 4);
   };
@@ -830,9 +856,22 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     if (log && std::fclose(log) != 0)
       die("cannot write the training log: " + std::string(std::strerror(errno)), 4);
   metrics = jsonl = nullptr;
+  // --export's intermediate files live in a private temporary folder, so
+  // nothing next to the export (X.params.safetensors, X.rewire.mlir, ...)
+  // is overwritten or deleted; only the folder's own files are removed.
+  std::string work;
+  if (!o.exportOnnx.empty()) {
+    const char *tmpdir = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/rewire-export-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data()))
+      die("exporting: cannot create a temporary folder '" + pattern + "': " + std::strerror(errno), 4);
+    work = buf.data();
+  }
   std::string trained = o.output;
   if (trained.empty() && !o.exportOnnx.empty())
-    trained = o.exportOnnx + ".params.safetensors";
+    trained = work + "/trained.safetensors";
   if (!trained.empty()) {
     syncHost();
     std::vector<SafetensorsEntry> entries;
@@ -846,35 +885,44 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
     // The model as imported (and rewritten), its parameters replaced by the
     // trained ones: rewire-import, rewire-compile --emit=residual, rewire-export.
     bool onnx = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".onnx") == 0;
-    bool mlir = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".mlir") == 0;
-    if (!onnx && !mlir)
-      die("--export needs the model as .onnx or .mlir, not a compiled artifact", 1);
     std::string dir = tools::toolDir();
-    std::string stem = o.exportOnnx + ".rewire";
     std::string source = o.model;
+    std::vector<std::string> made;
+    auto cleanup = [&] {
+      for (const std::string &f : made)
+        ::unlink(f.c_str());
+      ::rmdir(work.c_str());
+    };
     if (onnx) {
-      source = stem + ".mlir";
-      if (tools::runTool({dir + "/rewire-import", o.model, "-o", source}) != 0)
+      source = work + "/model.mlir";
+      made = {source, work + "/model.params.safetensors"};
+      if (tools::runTool({dir + "/rewire-import", o.model, "-o", source, "--params", made[1]}) != 0) {
+        cleanup();
         die("exporting: rewire-import failed", 4);
+      }
     }
     std::string rewritten = source;
     if (!o.residual.empty()) {
-      rewritten = stem + ".rewritten.mlir";
+      rewritten = work + "/rewritten.mlir";
+      made.push_back(rewritten);
       if (tools::runTool({dir + "/rewire-compile", source, "--emit=residual",
-                          "--residual=" + o.residual, "--allow-no-residual", "-o", rewritten}) != 0)
+                          "--residual=" + o.residual, "--allow-no-residual", "-o", rewritten}) != 0) {
+        cleanup();
         die("exporting: the residual rewrite failed", 4);
+      }
     }
-    if (tools::runTool({dir + "/rewire-export", rewritten, "--params", trained, "-o", o.exportOnnx}) != 0)
-      die("exporting: rewire-export failed", 4);
-    for (const std::string &f : {stem + ".mlir", stem + ".safetensors", stem + ".rewritten.mlir"})
-      ::unlink(f.c_str());
     if (o.output.empty())
-      ::unlink(trained.c_str());
+      made.push_back(trained);
+    int rc = tools::runTool({dir + "/rewire-export", rewritten, "--params", trained, "-o", o.exportOnnx});
+    cleanup();
+    if (rc != 0)
+      die("exporting: rewire-export failed", 4);
   }
   return 0;
 }
 
 int main(int argc, char **argv) {
+  rewire::tools::exitOnOutOfMemory("rewire-train", 4);
   Options o = parse(argc, argv);
   bool tokens = !o.data.empty() || !o.text.empty();
   std::string artifact = o.model;
@@ -890,6 +938,15 @@ int main(int argc, char **argv) {
         "or .mlir model (rewire-train compiles it with these flags) or recompile with "
         "rewire-compile --train=...", 1);
   }
+  if (!o.exportOnnx.empty() && !endsWith(".onnx") && !endsWith(".mlir"))
+    die("--export needs the model as .onnx or .mlir, not a compiled artifact", 1);
+  // Every output is checked before training, not after the last step.
+  for (auto [flag, path] : {std::pair<const char *, const std::string *>{"--output", &o.output},
+                            {"--export", &o.exportOnnx}, {"--metrics", &o.metrics},
+                            {"--jsonl", &o.jsonl}, {"--plot", &o.plot}})
+    if (!path->empty())
+      if (auto err = checkOutputPath(*path))
+        die(std::string(flag) + ": " + *err, 4);
   if (!endsWith(".rwx") && !endsWith(".rwcu")) {
     std::string spec = o.optimizer + ":loss=" + o.loss;
     char buf[512];

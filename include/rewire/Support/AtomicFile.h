@@ -21,6 +21,11 @@ std::optional<std::string>
 writeFileAtomically(const std::string &path,
                     const std::vector<const std::string *> &parts);
 
+/// Checks, before any work, that writeFileAtomically(path) can succeed as far
+/// as can be known: `path` is not a directory and its folder exists and is
+/// writable. Returns what is wrong.
+std::optional<std::string> checkOutputPath(const std::string &path);
+
 } // namespace rewire
 
 #endif // REWIRE_SUPPORT_ATOMICFILE_H

@@ -460,6 +460,12 @@ struct TransposeLowering : OpConversionPattern<nn::TransposeOp> {
     else
       for (int64_t i = type.getRank() - 1; i >= 0; --i)
         perm.push_back(i);
+    // An identity permutation (rank 0 or 1 included: linalg.transpose has no
+    // indexing maps for rank 0) moves nothing.
+    if (llvm::all_of(llvm::enumerate(perm), [](auto p) { return p.value() == int64_t(p.index()); })) {
+      rw.replaceOp(op, a.getX());
+      return success();
+    }
     Value init = tensor::EmptyOp::create(rw, op.getLoc(), type.getShape(), type.getElementType());
     rw.replaceOp(op, linalg::TransposeOp::create(rw, op.getLoc(), a.getX(), init, perm)
                          .getResult()[0]);

@@ -1,0 +1,30 @@
+//===- TensorSpec.h - Tensors given on the command line ----------*- C++ -*-===//
+//
+// rewire-run's --input and --expected_output values: `TYPE=VALUES`
+// (`2x3xf32=1,2,3,4,5,6`, one value splats, `[..]` nesting is ignored),
+// `TYPE=@raw.bin` (little-endian bytes) or `@file.npy`. Untrusted: the
+// element count is limited and overflow-checked before anything is
+// allocated, files must be regular files of the expected size.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_TOOLS_COMMON_TENSORSPEC_H
+#define REWIRE_TOOLS_COMMON_TENSORSPEC_H
+
+#include "rewire/Support/DType.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace rewire::tools {
+
+/// The most elements a tensor spec may have (2^32, the importer's limit for
+/// any tensor).
+constexpr int64_t kMaxInputElements = int64_t(1) << 32;
+
+/// Parses `spec` into `t`; returns what is wrong.
+std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t);
+
+} // namespace rewire::tools
+
+#endif // REWIRE_TOOLS_COMMON_TENSORSPEC_H
