@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
 # Fuzzes an input reader with libFuzzer under ASan + UBSan.
 #
-#   scripts/fuzz.sh [SECONDS] [import|artifact]   # default 600 s (SECURITY.md), import
+#   scripts/fuzz.sh [SECONDS] [TARGET]   # default 600 s (SECURITY.md), import
+#   scripts/fuzz.sh [SECONDS] all        # every target, SECONDS each
 #
-# import: the ONNX importer, seeded with every model of Debian's
-# libonnx-testdata and the test models; artifact: the CUDA runtime's .rwcu
-# reader, seeded with artifacts compiled by build/bin/rewire-compile.
+# Targets (each a libFuzzer binary over one reader of untrusted input):
+#   import       bytes -> the ONNX importer (seeded with libonnx-testdata)
+#   onnxgen      generated ONNX graphs (structure-aware: 1-8 nodes, random
+#                attributes, extreme integers) -> import, residual rewrite,
+#                lowering to linalg and the LLVM dialect
+#   artifact     the CUDA runtime's .rwcu reader
+#   elf          the CPU artifact's ELF check before dlopen
+#   npy          .npy arrays (--input=@x.npy, rewire-train data)
+#   safetensors  parameter files and checkpoints
+#   json         JSON (checkpoint state.json, artifact metadata)
+#   input-spec   --input / --expected_output tensor specs
 # Builds Rewire instrumented in build-fuzz/ (clang-22, libclang-rt-22-dev) and
-# runs for SECONDS on one core. A crash input is copied to
-# test/Import/fuzz-regressions/ or test/GPU/fuzz-regressions/ (becoming a
-# regression input) and the script exits 1; otherwise it prints the exec
-# count and exits 0.
+# runs for SECONDS on one core. A crash input is copied to the target's
+# regression folder (test/Fuzz/regressions/TARGET, test/Import/fuzz-regressions,
+# test/GPU/fuzz-regressions), which the tests replay, and the script exits 1;
+# otherwise it prints the exec count and exits 0.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_TO_RUN="${1:-600}"
 TARGET="${2:-import}"
+if [ "$TARGET" = all ]; then
+  rc=0
+  for t in import onnxgen artifact elf npy safetensors json input-spec; do
+    "$0" "$SECONDS_TO_RUN" "$t" || rc=1
+  done
+  exit $rc
+fi
 case "$TARGET" in
   import) FUZZER=rewire-import-fuzz; EXT=onnx; REGRESSIONS="$ROOT/test/Import/fuzz-regressions" ;;
   artifact) FUZZER=rewire-artifact-fuzz; EXT=rwcu; REGRESSIONS="$ROOT/test/GPU/fuzz-regressions" ;;
-  *) echo "fuzz: error: unknown target '$TARGET' (import or artifact)" >&2; exit 1 ;;
+  onnxgen|elf|npy|safetensors|json|input-spec)
+    FUZZER=rewire-$TARGET-fuzz; EXT=bin; REGRESSIONS="$ROOT/test/Fuzz/regressions/$TARGET" ;;
+  *) echo "fuzz: error: unknown target '$TARGET' (import, onnxgen, artifact, elf, npy, safetensors, json, input-spec or all)" >&2; exit 1 ;;
 esac
 FUZZ_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
@@ -49,22 +67,48 @@ CORPUS="$FUZZ_DIR/corpus"
 [ "$TARGET" = import ] || CORPUS="$FUZZ_DIR/corpus-$TARGET"
 mkdir -p "$CORPUS" "$REGRESSIONS"
 if [ -z "$(ls -A "$CORPUS")" ]; then
-  if [ "$TARGET" = import ]; then
-    i=0
-    for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
-      cp "$m" "$CORPUS/testdata-$i.onnx"; i=$((i + 1))
-    done
-  elif [ -x "$BUILD_DIR/bin/rewire-compile" ]; then
-    "$BUILD_DIR/bin/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda \
-      -o "$CORPUS/gpt.rwcu" >/dev/null 2>&1 || true
-    "$BUILD_DIR/bin/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda \
-      --residual=nag -o "$CORPUS/nag.rwcu" >/dev/null 2>&1 || true
-    rm -f "$CORPUS"/*.safetensors
-  fi
+  case "$TARGET" in
+    import)
+      i=0
+      for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
+        cp "$m" "$CORPUS/testdata-$i.onnx"; i=$((i + 1))
+      done ;;
+    artifact)
+      if [ -x "$BUILD_DIR/bin/rewire-compile" ]; then
+        "$BUILD_DIR/bin/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda \
+          -o "$CORPUS/gpt.rwcu" >/dev/null 2>&1 || true
+        "$BUILD_DIR/bin/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --target=cuda \
+          --residual=nag -o "$CORPUS/nag.rwcu" >/dev/null 2>&1 || true
+        rm -f "$CORPUS"/*.safetensors
+      fi ;;
+    elf|safetensors)
+      if [ -x "$BUILD_DIR/bin/rewire-compile" ]; then
+        "$BUILD_DIR/bin/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" \
+          -o "$CORPUS/gpt.rwx" >/dev/null 2>&1 || true
+        if [ "$TARGET" = elf ]; then rm -f "$CORPUS"/*.safetensors
+        else rm -f "$CORPUS"/*.rwx; fi
+      fi ;;
+    npy)
+      /usr/bin/python3 - "$CORPUS" <<'PY' || true
+import sys, numpy as np
+for i, (dt, shape) in enumerate([("<f4", (2, 3)), ("<i8", (4,)), ("|b1", (2, 2)), ("<f2", ())]):
+    np.save("%s/seed-%d.npy" % (sys.argv[1], i), np.ones(shape, dtype=dt))
+PY
+      ;;
+    json)
+      printf '{"format":"rewire-train-state","version":1,"step":20,"seed":0,"parameters":"model-20.safetensors"}' >"$CORPUS/state.json"
+      printf '{"a":[1,2.5e-3,"x\\u00e9",true,null,{"b":[]}]}' >"$CORPUS/mixed.json" ;;
+    input-spec)
+      printf '2x3xf32=1,2,3,4,5,6' >"$CORPUS/a"; printf '2x2xi64=[0 1][2 -9223372036854775808]' >"$CORPUS/b"
+      printf 'i1=true' >"$CORPUS/c"; printf '4xf64=inf,-inf,nan,1e308' >"$CORPUS/d" ;;
+    onnxgen)
+      head -c 4096 /dev/urandom >"$CORPUS/random" ;;
+  esac
   cp "$REGRESSIONS"/* "$CORPUS/" 2>/dev/null || true
+  rm -f "$CORPUS/README.md"
 fi
 
-ARTIFACTS="$FUZZ_DIR/artifacts/"
+ARTIFACTS="$FUZZ_DIR/artifacts-$TARGET/"
 mkdir -p "$ARTIFACTS"
 LOG="$FUZZ_DIR/fuzz-$TARGET.log"
 set +e

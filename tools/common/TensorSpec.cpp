@@ -77,7 +77,8 @@ void store(HostTensor &t, int64_t i, double v, int64_t n) {
 
 } // namespace
 
-std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t) {
+std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t,
+                                           int64_t maxElements) {
   if (!spec.empty() && spec[0] == '@')
     return readNpy(spec.substr(1), t);
   size_t eq = spec.find('=');
@@ -89,7 +90,7 @@ std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &
     return "rank " + std::to_string(t.shape.size()) + " is too high";
   int64_t numel = 1;
   for (int64_t d : t.shape) {
-    if (d != 0 && numel > kMaxInputElements / d)
+    if (d != 0 && numel > maxElements / d)
       return "'" + spec.substr(0, eq) + "' is too large";
     numel *= d;
   }

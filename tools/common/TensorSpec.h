@@ -22,8 +22,9 @@ namespace rewire::tools {
 /// any tensor).
 constexpr int64_t kMaxInputElements = int64_t(1) << 32;
 
-/// Parses `spec` into `t`; returns what is wrong.
-std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t);
+/// Parses `spec` into `t` (at most `maxElements`); returns what is wrong.
+std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t,
+                                           int64_t maxElements = kMaxInputElements);
 
 } // namespace rewire::tools
 

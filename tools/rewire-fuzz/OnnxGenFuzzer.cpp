@@ -25,6 +25,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -326,6 +327,17 @@ private:
   }
 };
 
+/// How far the generated models get (REWIRE_FUZZ_STATS=1 prints it at
+/// exit): the generator is only useful while most reach the lowerings.
+struct Reach {
+  long generated = 0, imported = 0, linalg = 0, llvm = 0;
+  ~Reach() {
+    if (std::getenv("REWIRE_FUZZ_STATS"))
+      std::fprintf(stderr, "onnxgen: %ld generated, %ld imported, %ld lowered to linalg, %ld to "
+                           "the LLVM dialect\n", generated, imported, linalg, llvm);
+  }
+} reach;
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -337,6 +349,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }();
   FuzzedDataProvider fdp(data, size);
   std::string bytes = Generator(fdp).build();
+  ++reach.generated;
 
   mlir::MLIRContext context(*registry, mlir::MLIRContext::Threading::DISABLED);
   mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) {
@@ -350,6 +363,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   if (mlir::failed(mlir::verify(*result.module)))
     std::abort(); // the importer returned IR that does not verify
+  ++reach.imported;
   mlir::ModuleOp module = *result.module;
   // The residual rewrite (usually finding nothing in such small graphs),
   // then the CPU lowerings up to the LLVM dialect.
@@ -363,6 +377,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rewire::compiler::ModuleInfo info;
   if (mlir::failed(rewire::compiler::lowerToLinalg(module, compile, info)))
     return 0;
-  (void)rewire::compiler::lowerToLLVMDialect(module, compile);
+  ++reach.linalg;
+  if (mlir::succeeded(rewire::compiler::lowerToLLVMDialect(module, compile)))
+    ++reach.llvm;
   return 0;
 }

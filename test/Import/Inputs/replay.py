@@ -20,4 +20,6 @@ with tempfile.TemporaryDirectory() as d:
             crashes += 1
             print("CRASH %s: exit %d: %s" % (os.path.basename(f), r.returncode, r.stderr[-300:]))
 print("%d inputs, %d crashes" % (len(files), crashes))
-sys.exit(1 if crashes else 0)
+if not files:
+    print("EMPTY: no regression inputs in %s" % folder)
+sys.exit(1 if crashes or not files else 0)
