@@ -64,6 +64,7 @@ gpu = cuda_detect.detect()
 if gpu.available:
     config.available_features.add("cuda-gpu")
 lit_config.note("cuda-gpu: " + gpu.describe())
+config.substitutions.append(("%cuda_gpu_answer", "yes" if gpu.available else "no"))
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
 config.substitutions.append(("%ptxas", os.path.join(config.cuda_root, "bin", "ptxas")))

@@ -44,7 +44,13 @@ base = outs[base_output]
 bad = 0
 for other in args[1:]:
     y = run(other, feeds)[0][0]
-    d = float(np.abs(y - base).max()) if y.shape == base.shape else float("inf")
+    # NaN-aware: a NaN where the other has a number (or a shape mismatch) is
+    # an infinite difference; equal values (infinities included) differ by 0.
+    if y.shape != base.shape or (np.isnan(y) != np.isnan(base)).any():
+        d = float("inf")
+    else:
+        same = (y == base) | np.isnan(y)
+        d = float(np.where(same, 0, np.abs(y - base)).max()) if y.size else 0.0
     print("%s: max abs diff %.3g" % (other.split("/")[-1], d))
     bad += d > atol
 sys.exit(1 if bad else 0)

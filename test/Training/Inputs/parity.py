@@ -19,6 +19,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+def _finite(v):
+    """A NaN error counts as infinitely wrong (max() would skip it)."""
+    return v if v == v else float("inf")
+
 B, D, H, O, N, STEPS = 8, 8, 16, 4, 64, 20
 
 
@@ -60,7 +64,7 @@ def rewire_losses(work, model, tag, extra):
 
 
 def compare(name, got, want, rtol):
-    err = max(abs(g - w) / max(abs(w), 1e-12) for g, w in zip(got, want))
+    err = max(_finite(abs(g - w) / max(abs(w), 1e-12)) for g, w in zip(got, want))
     ok = len(got) == len(want) == STEPS and err <= rtol
     print("%s %s: %d steps, loss %.5f -> %.5f (PyTorch %.5f -> %.5f), max rel diff %.1e" % (
         "ok  " if ok else "FAIL", name, len(got), got[0], got[-1], want[0], want[-1], err))
@@ -155,7 +159,7 @@ def grad_norm_check(work, model, net, init, xt, yt):
     if r.returncode != 0:
         raise SystemExit("FAIL --grad-norms: " + r.stderr[-800:])
     got = json.loads(open(jsonl).readline())["grad_norms"]
-    err = max(abs(got[k] - w) / max(w, 1e-12) for k, w in want.items())
+    err = max(_finite(abs(got[k] - w) / max(w, 1e-12)) for k, w in want.items())
     ok = sorted(got) == sorted(want) and err <= 1e-5
     print("%s --grad-norms: %d parameters' gradient norms at step 0 match PyTorch, max rel diff %.1e" % (
         "ok  " if ok else "FAIL", len(got), err))

@@ -38,6 +38,10 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 import rewire_runtime as rr  # noqa: E402
 
+def _finite(v):
+    """A NaN error counts as infinitely wrong (max() would skip it)."""
+    return v if v == v else float("inf")
+
 B, N, C, S, K, STEPS, TRAJECTORY = 8, 64, 3, 12, 5, 20, 5
 # A decision closer than this to a tie may go either way in fp32 (the two
 # sides' pre-activations differ by ~1e-7 here): ReLU inputs, max-pool gaps.
@@ -181,7 +185,7 @@ def per_step(work, model, net, x, y, name, spec, make_opt, lr, betas=(0.9, 0.999
         Margins.on = False
         after = net.state_dict()
 
-        worst_loss = max(worst_loss, abs(float(got["loss"]) - loss.item()) / abs(loss.item()))
+        worst_loss = max(worst_loss, _finite(abs(float(got["loss"]) - loss.item()) / abs(loss.item())))
         if tie:
             loss_only.append("%d (ReLU margin %.1e, pool margin %.1e)" % (step, relu_margin, pool_margin))
             continue
@@ -191,7 +195,7 @@ def per_step(work, model, net, x, y, name, spec, make_opt, lr, betas=(0.9, 0.999
                 continue
             mine = got["param:" + key]
             if "running_" in key:
-                worst_stats = max(worst_stats, float(np.abs(mine - value.numpy()).max()))
+                worst_stats = max(worst_stats, _finite(float(np.abs(mine - value.numpy()).max())))
             else:
                 worst_update = max(worst_update, rel(mine - before[key], value.numpy() - before[key]))
     ok = worst_loss <= 1e-5 and worst_update <= 1e-3 and worst_stats <= 1e-5 and full >= 12
