@@ -59,98 +59,65 @@ struct Options {
   std::exit(code);
 }
 
-void usage() {
-  std::cout << "usage: rewire-run MODEL.(rwx|rwcu|onnx|mlir) [options]\n"
-               "  --function=NAME          entry point (default forward)\n"
-               "  --input=SPEC             one per input, in order:\n"
-               "                           2x3xf32=[1 2 3][4 5 6] | 2x3xf32=1,2,3,4,5,6 |\n"
-               "                           2x3xf32=7 (splat) | @x.npy | 2x3xf32=@x.bin (raw)\n"
-               "  --output=@y.npy          write output i (in order; '' skips one)\n"
-               "  --expected_output=SPEC   compare output i (same syntax as --input)\n"
-               "  --rtol=R --atol=A        tolerance |got-want| <= atol + rtol*|want| (1e-5, 1e-6)\n"
-               "  --benchmark=N            run N more times, print median/min/mean latency\n"
-               "  --params=FILE            parameter file (default: the one the artifact names)\n"
-               "  --profile=N              CUDA: time every kernel and GEMM alone (N repetitions)\n"
-               "  --device=cpu|cuda        where to run (default: the artifact's target; .onnx/.mlir\n"
-               "                           models are compiled for it)\n"
-               "  --print-max-elements=N   print at most N elements per result (default 1024)\n"
-               "  --describe               print the entry points and exit\n"
-               "  --compile-flag=FLAG      pass FLAG to rewire-compile for .onnx/.mlir models\n"
-               "  --residual=KIND[:opts]   rewrite the residual streams when compiling (rewire-compile's)\n"
-               "  --allow-no-residual      with --residual: run a model without residual adds unchanged\n"
-               "every --flag=VALUE may also be given as --flag VALUE\n"
-               "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n";
-}
-
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char *flag) {
-      return tools::flagValue(argc, argv, i, flag, [](const std::string &m, int c) { die(m, c); });
-    };
-    auto number = [&](const std::string &v, const char *flag) {
-      char *end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(d >= 0))
-        die(std::string("--") + flag + " expects a non-negative number, got '" + v + "'", 1);
-      return d;
-    };
-    if (a == "--help" || a == "-h") {
-      usage();
-      std::exit(0);
-    } else if (a == "--version") {
-      std::cout << "rewire-run " REWIRE_VERSION_STRING "\n";
-      std::exit(0);
-    } else if (auto v = value("function")) {
-      o.function = *v;
-    } else if (auto v = value("input")) {
-      o.inputs.push_back(*v);
-    } else if (auto v = value("output")) {
-      o.outputs.push_back(*v);
-    } else if (auto v = value("expected_output")) {
-      o.expected.push_back(*v);
-    } else if (auto v = value("rtol")) {
-      o.rtol = number(*v, "rtol");
-    } else if (auto v = value("atol")) {
-      o.atol = number(*v, "atol");
-    } else if (auto v = value("benchmark")) {
-      double n = number(*v, "benchmark");
-      if (n != std::floor(n) || n > 1e6)
-        die("--benchmark expects a count", 1);
-      o.benchmark = static_cast<int>(n);
-    } else if (auto v = value("params")) {
-      o.params = *v;
-    } else if (auto v = value("profile")) {
-      double n = number(*v, "profile");
-      if (n != std::floor(n) || n < 1 || n > 1e6)
-        die("--profile expects a count", 1);
-      o.profile = static_cast<int>(n);
-    } else if (auto v = value("device")) {
-      if (*v != "cpu" && *v != "cuda")
-        die("--device expects cpu or cuda, got '" + *v + "'", 1);
-      o.device = *v;
-    } else if (auto v = value("print-max-elements")) {
-      o.printMax = static_cast<int64_t>(number(*v, "print-max-elements"));
-    } else if (auto v = value("compile-flag")) {
-      o.compileFlags.push_back(*v);
-    } else if (auto v = value("residual")) {
-      // The compiler's own option, for .onnx/.mlir models.
-      o.compileFlags.push_back("--residual=" + *v);
-    } else if (a == "--allow-no-residual") {
-      o.compileFlags.push_back(a);
-    } else if (a == "--describe") {
-      o.describe = true;
-    } else if (a.rfind("-", 0) == 0) {
-      die("unknown option '" + a + "' (see --help)", 1);
-    } else if (o.model.empty()) {
-      o.model = a;
-    } else {
+  tools::FlagParser flags(
+      "usage: rewire-run MODEL.(rwx|rwcu|onnx|mlir) [options]\n",
+      "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n",
+      "rewire-run " REWIRE_VERSION_STRING, [](const std::string &m, int c) { die(m, c); });
+  auto countIn = [&](const std::string &v, const char *flag, int64_t lo) {
+    int64_t n = flags.count(v, flag);
+    if (n < lo || n > 1000000)
+      die(std::string("--") + flag + " expects a count from " + std::to_string(lo) +
+              " to 1000000, got '" + v + "'", 1);
+    return static_cast<int>(n);
+  };
+  flags
+      .value("function", "NAME", "entry point (default forward)", [&](auto v) { o.function = v; })
+      .value("input", "SPEC",
+             "one per input, in order:\n"
+             "2x3xf32=[1 2 3][4 5 6] | 2x3xf32=1,2,3,4,5,6 |\n"
+             "2x3xf32=7 (splat) | @x.npy | 2x3xf32=@x.bin (raw)",
+             [&](auto v) { o.inputs.push_back(v); })
+      .value("output", "@y.npy", "write output i (in order; '' skips one)",
+             [&](auto v) { o.outputs.push_back(v); })
+      .value("expected_output", "SPEC", "compare output i (same syntax as --input)",
+             [&](auto v) { o.expected.push_back(v); })
+      .value("rtol", "R", "tolerance |got-want| <= atol + rtol*|want| (default 1e-5);\n"
+                          "inf and NaN must match exactly",
+             [&](auto v) { o.rtol = flags.nonNegative(v, "rtol"); })
+      .value("atol", "A", "(default 1e-6)", [&](auto v) { o.atol = flags.nonNegative(v, "atol"); })
+      .value("benchmark", "N", "run N more times, print median/min/mean latency",
+             [&](auto v) { o.benchmark = countIn(v, "benchmark", 0); })
+      .value("params", "FILE", "parameter file (default: the one the artifact names)",
+             [&](auto v) { o.params = v; })
+      .value("profile", "N", "CUDA: time every kernel and GEMM alone (N repetitions)",
+             [&](auto v) { o.profile = countIn(v, "profile", 1); })
+      .value("device", "cpu|cuda",
+             "where to run (default: the artifact's target; .onnx/.mlir\n"
+             "models are compiled for it)",
+             [&](auto v) {
+               if (v != "cpu" && v != "cuda")
+                 die("--device expects cpu or cuda, got '" + v + "'", 1);
+               o.device = v;
+             })
+      .value("print-max-elements", "N", "print at most N elements per result (default 1024)",
+             [&](auto v) { o.printMax = flags.count(v, "print-max-elements"); })
+      .toggle("describe", "print the entry points and exit", [&] { o.describe = true; })
+      .value("compile-flag", "FLAG", "pass FLAG to rewire-compile for .onnx/.mlir models",
+             [&](auto v) { o.compileFlags.push_back(v); })
+      .value("residual", "KIND[:opts]",
+             "rewrite the residual streams when compiling (rewire-compile's)",
+             [&](auto v) { o.compileFlags.push_back("--residual=" + v); })
+      .toggle("allow-no-residual", "with --residual: run a model without residual adds unchanged",
+              [&] { o.compileFlags.push_back("--allow-no-residual"); });
+  flags.parse(argc, argv, [&](const std::string &a) {
+    if (!o.model.empty())
       die("more than one model given ('" + o.model + "', '" + a + "')", 1);
-    }
-  }
+    o.model = a;
+  });
   if (o.model.empty()) {
-    usage();
+    flags.usage(std::cerr);
     std::exit(1);
   }
   return o;

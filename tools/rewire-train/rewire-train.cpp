@@ -27,6 +27,7 @@
 #include "rewire/Support/Printable.h"
 #include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
+#include "rewire/Version.h"
 #include "tools/common/CompileCache.h"
 #include "tools/common/Flags.h"
 #include "tools/common/OutOfMemory.h"
@@ -72,133 +73,121 @@ struct Options {
   bool shuffle = false, resume = false, gradNorms = false, allowNoResidual = false;
 };
 
-void usage() {
-  std::cout
-      << "usage: rewire-train MODEL.(onnx|mlir|rwx) --inputs X.npy --targets Y.npy [options]\n"
-         "       rewire-train MODEL --data TOKENS.bin [--token-dtype=uint16|uint32] [options]\n"
-         "       rewire-train MODEL --text FILE.txt [options]       (bytes are the tokens)\n"
-         "  --loss=mse|cross_entropy           default: cross_entropy for token data, else mse\n"
-         "  --steps=N --lr=LR --optimizer=sgd|adamw --momentum=M --weight-decay=WD\n"
-         "  --beta1=B1 --beta2=B2 --eps=E      AdamW hyper-parameters\n"
-         "  --clip=NORM                        clip gradients to a global L2 norm\n"
-         "  --schedule=constant|cosine --warmup=W --min-lr=LR\n"
-         "  --shuffle --seed=S                 shuffle examples per epoch (seeded)\n"
-         "  --residual=KIND[:opts]             rewrite the residual stream first\n"
-         "  --allow-no-residual                with --residual: train a model without residual\n"
-         "                                     adds unchanged (default: an error)\n"
-         "  --params=FILE.safetensors          initial parameters (default: the model's own);\n"
-         "                                     the new parameters of a rewrite may be omitted\n"
-         "  --frozen=PREFIX,PREFIX             parameters not to train\n"
-         "  --depth-weights=uniform|linear|last|W1,..,WK\n"
-         "                                     LPA (--residual=lpa): per-depth loss weights\n"
-         "  --metrics=FILE.csv                 step,loss,lr per step (loss before the update)\n"
-         "  --log-every=K                      progress line every K steps (0: none)\n"
-         "  --plot=FILE.png                    loss curves (training, validation, per depth),\n"
-         "                                     redrawn at each checkpoint and at the end\n"
-         "  --checkpoint=DIR --checkpoint-every=K --resume\n"
-         "  --device=cpu|cuda        where train_step runs (cuda: compiled with --target=cuda;\n"
-         "                           weights and optimizer state stay on the GPU, docs/cuda.md)\n"
-         "  --stop-after=N                     stop (and checkpoint) after step N of --steps; the\n"
-         "                                     schedule still spans --steps (resume to go on)\n"
-         "  --output=FILE.safetensors          the trained parameters (model names)\n"
-         "  --export=FILE.onnx                 the trained (and rewritten) model as ONNX\n"
-         "  --val-data=TOKENS.bin | --val-inputs=X.npy --val-targets=Y.npy\n"
-         "  --eval-every=K --eval-batches=N    validation loss (mean of N batches) every K steps\n"
-         "  --jsonl=FILE.jsonl                 one JSON object per step (and per validation)\n"
-         "  --grad-norms                       add each parameter's gradient norm to the JSONL rows\n"
-         "every --flag=VALUE may also be given as --flag VALUE\n"
-         "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n";
-}
-
 /// Marks the checkpoints this tool writes (safetensors metadata "writer"):
 /// --resume deletes only stale files that carry it.
 const char *const kCheckpointWriter = "rewire-train checkpoint";
 
+/// Flags that shape the compiled train step: a precompiled artifact cannot
+/// honor them (checked in main).
+constexpr unsigned kCompileOnly = 1;
+
 Options parse(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto val = [&](const char *flag) {
-      return tools::flagValue(argc, argv, i, flag, [](const std::string &m, int c) { die(m, c); });
-    };
-    auto number = [&](const std::string &v, const char *flag) {
-      char *end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !std::isfinite(d) || d < 0)
-        die(std::string("--") + flag + " expects a non-negative number, got '" + v + "'", 1);
-      return d;
-    };
-    auto count = [&](const std::string &v, const char *flag) {
-      double d = number(v, flag);
-      if (d != std::floor(d) || d > 1e12)
-        die(std::string("--") + flag + " expects a whole number, got '" + v + "'", 1);
-      return static_cast<int64_t>(d);
-    };
-    // Flags that shape the compiled train step: a precompiled artifact
-    // cannot honor them (checked in main).
-    if (a == "--optimizer" || a.rfind("--optimizer=", 0) == 0)
+  tools::FlagParser flags(
+      "usage: rewire-train MODEL.(onnx|mlir|rwx) --inputs X.npy --targets Y.npy [options]\n"
+      "       rewire-train MODEL --data TOKENS.bin [--token-dtype=uint16|uint32] [options]\n"
+      "       rewire-train MODEL --text FILE.txt [options]       (bytes are the tokens)\n",
+      "exit codes: 0 ok, 1 usage, 2 data, 3 loss not finite, 4 compile/load/IO\n",
+      "rewire-train " REWIRE_VERSION_STRING, [](const std::string &m, int c) { die(m, c); });
+  auto text = [](std::string &field) { return [&field](const std::string &v) { field = v; }; };
+  auto number = [&](double &field, const char *flag) {
+    return [&field, &flags, flag](const std::string &v) { field = flags.nonNegative(v, flag); };
+  };
+  auto count = [&](int64_t &field, const char *flag) {
+    return [&field, &flags, flag](const std::string &v) { field = flags.count(v, flag); };
+  };
+  flags
+      .value("inputs", "X.npy", "training inputs (one example per row)", text(o.inputs))
+      .value("targets", "Y.npy", "training targets", text(o.targets))
+      .value("data", "TOKENS.bin", "token stream (windows of the model's sequence length)",
+             text(o.data))
+      .value("text", "FILE.txt", "a text file whose bytes are the tokens", text(o.text))
+      .value("token-dtype", "uint16|uint32", "width of the tokens in --data (default uint16)",
+             text(o.tokenDtype))
+      .value("loss", "mse|cross_entropy", "default: cross_entropy for token data, else mse",
+             text(o.loss), kCompileOnly)
+      .value("steps", "N", "training steps (default 100)", count(o.steps, "steps"))
+      .value("lr", "LR", "learning rate (default 1e-3)", number(o.lr, "lr"))
+      .value("optimizer", "sgd|adamw", "default sgd", text(o.optimizer), kCompileOnly)
+      .value("momentum", "M", "SGD momentum", number(o.momentum, "momentum"), kCompileOnly)
+      .value("weight-decay", "WD", "decoupled weight decay", number(o.weightDecay, "weight-decay"),
+             kCompileOnly)
+      .value("beta1", "B1", "AdamW (default 0.9)", number(o.beta1, "beta1"), kCompileOnly)
+      .value("beta2", "B2", "AdamW (default 0.999)", number(o.beta2, "beta2"), kCompileOnly)
+      .value("eps", "E", "AdamW (default 1e-8)", number(o.eps, "eps"), kCompileOnly)
+      .value("clip", "NORM", "clip gradients to a global L2 norm", number(o.clip, "clip"),
+             kCompileOnly)
+      .value("schedule", "constant|cosine", "learning-rate schedule", text(o.schedule))
+      .value("warmup", "W", "linear warm-up steps", count(o.warmup, "warmup"))
+      .value("min-lr", "LR", "the cosine schedule's floor", number(o.minLr, "min-lr"))
+      .toggle("shuffle", "shuffle examples per epoch (seeded)", [&] { o.shuffle = true; })
+      .value("seed", "S", "shuffle seed", count(o.seed, "seed"))
+      .value("residual", "KIND[:opts]", "rewrite the residual stream first", text(o.residual),
+             kCompileOnly)
+      .toggle("allow-no-residual",
+              "with --residual: train a model without residual\nadds unchanged (default: an error)",
+              [&] { o.allowNoResidual = true; }, kCompileOnly)
+      .value("params", "FILE.safetensors",
+             "initial parameters (default: the model's own);\n"
+             "the new parameters of a rewrite may be omitted",
+             text(o.params))
+      .value("frozen", "PREFIX,PREFIX", "parameters not to train", text(o.frozen), kCompileOnly)
+      .value("depth-weights", "uniform|linear|last|W1,..,WK",
+             "LPA (--residual=lpa): per-depth loss weights", text(o.depthWeights), kCompileOnly)
+      .value("metrics", "FILE.csv", "step,loss,lr per step (loss before the update)",
+             text(o.metrics))
+      .value("log-every", "K", "progress line every K steps (0: none)",
+             count(o.logEvery, "log-every"))
+      .value("plot", "FILE.png",
+             "loss curves (training, validation, per depth),\n"
+             "redrawn at each checkpoint and at the end",
+             text(o.plot))
+      .value("checkpoint", "DIR", "write checkpoints (state.json + model-STEP.safetensors)",
+             text(o.checkpoint))
+      .value("checkpoint-every", "K", "a checkpoint every K steps (and at the end)",
+             count(o.checkpointEvery, "checkpoint-every"))
+      .toggle("resume", "continue from --checkpoint's state, bit for bit",
+              [&] { o.resume = true; })
+      .value("device", "cpu|cuda",
+             "where train_step runs (cuda: compiled with --target=cuda;\n"
+             "weights and optimizer state stay on the GPU, docs/cuda.md)",
+             [&](const std::string &v) {
+               if (v != "cpu" && v != "cuda")
+                 die("--device expects cpu or cuda, got '" + v + "'", 1);
+               o.device = v;
+             })
+      .value("stop-after", "N",
+             "stop (and checkpoint) after step N of --steps; the\n"
+             "schedule still spans --steps (resume to go on)",
+             count(o.stopAfter, "stop-after"))
+      .value("output", "FILE.safetensors", "the trained parameters (model names)", text(o.output))
+      .value("export", "FILE.onnx", "the trained (and rewritten) model as ONNX",
+             text(o.exportOnnx))
+      .value("val-data", "TOKENS.bin", "validation tokens", text(o.valData))
+      .value("val-inputs", "X.npy", "validation inputs (with --val-targets)", text(o.valInputs))
+      .value("val-targets", "Y.npy", "validation targets", text(o.valTargets))
+      .value("eval-every", "K", "validation loss every K steps", count(o.evalEvery, "eval-every"))
+      .value("eval-batches", "N", "batches per validation (mean; default 8)",
+             count(o.evalBatches, "eval-batches"))
+      .value("jsonl", "FILE.jsonl", "one JSON object per step (and per validation)",
+             text(o.jsonl))
+      .toggle("grad-norms", "add each parameter's gradient norm to the JSONL rows",
+              [&] { o.gradNorms = true; }, kCompileOnly);
+  flags.parse(argc, argv, [&](const std::string &a) {
+    if (!o.model.empty())
+      die("more than one model given ('" + o.model + "', '" + a + "')", 1);
+    o.model = a;
+  });
+  for (const std::string &f : flags.given(kCompileOnly)) {
+    if (f == "--optimizer")
       o.optimizerGiven = true;
-    for (const char *f : {"--loss", "--momentum", "--weight-decay", "--beta1",
-                          "--beta2", "--eps", "--clip", "--frozen", "--residual",
-                          "--depth-weights", "--grad-norms", "--allow-no-residual"})
-      if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
-        o.compileOnly.push_back(f);
-    if (a == "--help" || a == "-h") {
-      usage();
-      std::exit(0);
-    } else if (auto v = val("inputs")) o.inputs = *v;
-    else if (auto v = val("targets")) o.targets = *v;
-    else if (auto v = val("optimizer")) o.optimizer = *v;
-    else if (auto v = val("schedule")) o.schedule = *v;
-    else if (auto v = val("metrics")) o.metrics = *v;
-    else if (auto v = val("checkpoint")) o.checkpoint = *v;
-    else if (auto v = val("output")) o.output = *v;
-    else if (auto v = val("residual")) o.residual = *v;
-    else if (auto v = val("frozen")) o.frozen = *v;
-    else if (auto v = val("depth-weights")) o.depthWeights = *v;
-    else if (auto v = val("plot")) o.plot = *v;
-    else if (auto v = val("params")) o.params = *v;
-    else if (a == "--grad-norms") o.gradNorms = true;
-    else if (a == "--allow-no-residual") o.allowNoResidual = true;
-    else if (auto v = val("stop-after")) o.stopAfter = count(*v, "stop-after");
-    else if (auto v = val("data")) o.data = *v;
-    else if (auto v = val("text")) o.text = *v;
-    else if (auto v = val("token-dtype")) o.tokenDtype = *v;
-    else if (auto v = val("loss")) o.loss = *v;
-    else if (auto v = val("export")) o.exportOnnx = *v;
-    else if (auto v = val("val-data")) o.valData = *v;
-    else if (auto v = val("val-inputs")) o.valInputs = *v;
-    else if (auto v = val("val-targets")) o.valTargets = *v;
-    else if (auto v = val("jsonl")) o.jsonl = *v;
-    else if (auto v = val("eval-every")) o.evalEvery = count(*v, "eval-every");
-    else if (auto v = val("eval-batches")) o.evalBatches = count(*v, "eval-batches");
-    else if (auto v = val("lr")) o.lr = number(*v, "lr");
-    else if (auto v = val("min-lr")) o.minLr = number(*v, "min-lr");
-    else if (auto v = val("momentum")) o.momentum = number(*v, "momentum");
-    else if (auto v = val("weight-decay")) o.weightDecay = number(*v, "weight-decay");
-    else if (auto v = val("beta1")) o.beta1 = number(*v, "beta1");
-    else if (auto v = val("beta2")) o.beta2 = number(*v, "beta2");
-    else if (auto v = val("eps")) o.eps = number(*v, "eps");
-    else if (auto v = val("clip")) o.clip = number(*v, "clip");
-    else if (auto v = val("steps")) o.steps = count(*v, "steps");
-    else if (auto v = val("warmup")) o.warmup = count(*v, "warmup");
-    else if (auto v = val("log-every")) o.logEvery = count(*v, "log-every");
-    else if (auto v = val("checkpoint-every")) o.checkpointEvery = count(*v, "checkpoint-every");
-    else if (auto v = val("seed")) o.seed = count(*v, "seed");
-    else if (a == "--shuffle") o.shuffle = true;
-    else if (a == "--resume") o.resume = true;
-    else if (auto v = val("device")) {
-      if (*v != "cpu" && *v != "cuda")
-        die("--device expects cpu or cuda, got '" + *v + "'", 1);
-      o.device = *v;
-    } else if (a.rfind("-", 0) == 0) die("unknown option '" + a + "' (see --help)", 1);
-    else if (o.model.empty()) o.model = a;
-    else die("more than one model given", 1);
+    else if (std::find(o.compileOnly.begin(), o.compileOnly.end(), f) == o.compileOnly.end())
+      o.compileOnly.push_back(f);
   }
   bool tokens = !o.data.empty() || !o.text.empty();
   if (o.model.empty() || (!tokens && (o.inputs.empty() || o.targets.empty())) ||
       (!o.data.empty() && !o.text.empty())) {
-    usage();
+    flags.usage(std::cerr);
     std::exit(1);
   }
   if (o.loss.empty())

@@ -205,7 +205,10 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned count,
   uint64_t hash = rewire::fnv1a(bytes, imageSize(bytes));
   std::string problems;
   for (const std::string &file : kernelFiles(path)) {
-    void *library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // A name without a slash is a file here (`=m.emu.so`, as the README
+    // writes it), not a library for dlopen to search the system for.
+    std::string name = file.find('/') == std::string::npos ? "./" + file : file;
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
       const char *why = dlerror();
       problems += std::string("; cannot load the emulator kernels: ") + (why ? why : file.c_str());
