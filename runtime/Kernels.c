@@ -13,6 +13,8 @@
  * Plain C: an artifact needs no C++ runtime.
  *
  *===----------------------------------------------------------------------===*/
+#include "rewire/Runtime/CallErrors.h"
+
 #include <cblas.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -153,7 +155,7 @@ void rewire_check_failed(int64_t whatAddress, int64_t requirementAddress, int64_
                             (long long)shape[i]);
   }
   snprintf(callError, sizeof(callError),
-           "%s: value %lld at [%s] of the %s tensor %s (fix the input data)", what,
+           "%s: value %lld at [%s] of the %s tensor %s " REWIRE_INPUT_DATA_SUFFIX, what,
            (long long)value, coords, rank ? dims : "scalar", requirement);
   failCall();
 }
@@ -172,7 +174,7 @@ void *_mlir_memref_to_llvm_alloc(size_t size) {
   char *base = total > size ? (char *)aligned_alloc(64, total) : NULL;
   if (!base) {
     snprintf(callError, sizeof(callError),
-             "out of memory: a temporary buffer of %zu bytes could not be allocated "
+             REWIRE_OUT_OF_MEMORY_PREFIX ": a temporary buffer of %zu bytes could not be allocated "
              "(a smaller batch or model needs less)", size);
     failCall();
   }

@@ -6,6 +6,7 @@
 // with inputs, parameters and outputs in that order.
 //
 //===----------------------------------------------------------------------===//
+#include "rewire/Runtime/CallErrors.h"
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/CpuArtifact.h"
 #include "rewire/Support/Json.h"
@@ -323,8 +324,11 @@ std::optional<std::string> Model::runRaw(const std::string &function,
 }
 
 bool isInputDataError(const std::string &message) {
-  // The suffix runtime/Kernels.c gives every failed value check.
-  return message.find("(fix the input data)") != std::string::npos;
+  return message.find(REWIRE_INPUT_DATA_SUFFIX) != std::string::npos;
+}
+
+bool isOutOfMemoryError(const std::string &message) {
+  return message.find(REWIRE_OUT_OF_MEMORY_PREFIX) != std::string::npos;
 }
 
 } // namespace rewire::runtime

@@ -202,7 +202,7 @@ template <class M> int runWith(M *model, Options &o) {
   }
   std::vector<HostTensor> outputs;
   if (auto err = model->run(o.function, inputs, outputs))
-    die(*err, 2);
+    die(*err, rewire::runtime::isOutOfMemoryError(*err) ? 4 : 2);
 
   if constexpr (std::is_same_v<M, CudaModel>)
     if (o.benchmark > 0 || o.describe)

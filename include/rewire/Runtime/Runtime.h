@@ -81,6 +81,10 @@ std::optional<std::string> checkInputs(const FunctionInfo &fn,
 /// the model or the machine: tools exit with their "bad input" code for it.
 bool isInputDataError(const std::string &message);
 
+/// Whether an error of Model::run / runRaw is a temporary buffer the machine
+/// could not allocate: tools exit with their resource/I/O code for it.
+bool isOutOfMemoryError(const std::string &message);
+
 } // namespace rewire::runtime
 
 #endif // REWIRE_RUNTIME_RUNTIME_H

@@ -7,6 +7,7 @@ tools did not create may be overwritten or deleted.
 """
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -26,11 +27,16 @@ def save(path, nodes, inputs, outputs, inits=(), opset=17):
     return path
 
 
-def expect(name, args, code, *needles, timeout=120, absent=()):
+def expect(name, args, code, *needles, timeout=120, absent=(), env=None, memory=None):
     """Runs `args`; passes when it exits `code` (a hang or a signal fails)
-    and its output contains every needle and none of `absent`."""
+    and its output contains every needle and none of `absent`. `memory`
+    limits the address space (bytes)."""
+    def limit():
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     try:
-        r = subprocess.run(args, capture_output=True, timeout=timeout)
+        r = subprocess.run(args, capture_output=True, timeout=timeout,
+                           env=dict(os.environ, **(env or {})), preexec_fn=limit)
         rc, text = r.returncode, (r.stdout + r.stderr).decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         rc, text = "hang", ""
@@ -148,6 +154,33 @@ def main():
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr)
     expect(".npy header with a huge shape", ["rewire-run", art, "--input=@" +
                                              os.path.join(w, "huge.npy")], 2, "too large")
+
+    # A temporary the compiled code cannot allocate (a 1.6 GB intermediate
+    # under a 600 MB address-space limit) ends the call with a message.
+    big = save(os.path.join(w, "bigtmp.onnx"),
+               [helper.make_node("Conv", ["x", "w"], ["c"], pads=[10000] * 4),
+                helper.make_node("ReduceSum", ["c"], ["y"], keepdims=0)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+               [numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")])
+    big_rwx = os.path.join(w, "bigtmp.rwx")
+    subprocess.run(["rewire-compile", big, "-o", big_rwx], check=True)
+    expect("a temporary over the memory limit", ["rewire-run", big_rwx, "--input=1x1x2x2xf32=1"],
+           4, "out of memory: a temporary buffer of 1600320080 bytes", memory=600 << 20)
+    expect("the same model with memory to spare", ["rewire-run", big_rwx,
+                                                   "--input=1x1x2x2xf32=1"], 0, "f32=4")
+    expect("an --input over the memory limit", ["rewire-run", art, "--input=1000000000x3xf32=1"],
+           4, "out of memory", memory=2 << 30)
+
+    # The compile cache loads native code only from folders private to the user.
+    shared = os.path.join(w, "shared-cache")
+    os.makedirs(shared, exist_ok=True)
+    os.chmod(shared, 0o777)
+    expect("a world-writable compile cache is refused", ["rewire-run", lin, x12], 4,
+           "is not private to this user", env={"REWIRE_CACHE_DIR": shared})
+    os.chmod(shared, 0o700)
+    expect("a private compile cache is used", ["rewire-run", lin, x12], 0, "result[0]",
+           env={"REWIRE_CACHE_DIR": shared})
 
     # rewire-train data that does not fit together.
     expect("--val-inputs/--val-targets counts differ",
