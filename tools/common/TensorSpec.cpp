@@ -3,6 +3,7 @@
 
 #include "rewire/Support/Npy.h"
 #include "rewire/Support/ReadFile.h"
+#include "rewire/Support/Shape.h"
 
 #include <algorithm>
 #include <cctype>
@@ -88,12 +89,11 @@ std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &
     return err;
   if (t.shape.size() > 16)
     return "rank " + std::to_string(t.shape.size()) + " is too high";
-  int64_t numel = 1;
-  for (int64_t d : t.shape) {
-    if (d != 0 && numel > maxElements / d)
-      return "'" + spec.substr(0, eq) + "' is too large";
-    numel *= d;
-  }
+  auto elements = checkedNumElements(t.shape, maxElements);
+  if (!elements)
+    return "'" + spec.substr(0, eq) + "' is too large (at most " + std::to_string(maxElements) +
+           " elements)";
+  int64_t numel = *elements;
   size_t bytes = static_cast<size_t>(numel) * dtypeSize(t.dtype);
   std::string values = spec.substr(eq + 1);
   if (!values.empty() && values[0] == '@') {

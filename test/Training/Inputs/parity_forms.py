@@ -132,20 +132,28 @@ def deep_forms(work, x, y):
                 q[int(layer)][pname] = v.clone().requires_grad_(True)
         if not all(q):
             raise SystemExit("FAIL %s: new parameters per block not found in %s" % (form, sorted(values)))
-        net.load_state_dict(init)
-        opt = torch.optim.SGD(list(net.parameters()) + [t for qk in q for t in qk.values()], lr=0.05)
-        want = []
-        for step in range(p.STEPS):
-            rows = [(step * p.B + i) % p.N for i in range(p.B)]
-            loss = F.mse_loss(stream(form, net, q, xt[rows]), yt[rows])
-            want.append(loss.item())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        q0 = [{k: v.detach().clone() for k, v in qk.items()} for qk in q]
+
+        def losses_from(state, q0=q0, form=form):
+            net.load_state_dict(state)
+            qq = [{k: v.clone().requires_grad_(True) for k, v in qk.items()} for qk in q0]
+            opt = torch.optim.SGD(list(net.parameters()) + [t for qk in qq for t in qk.values()],
+                                  lr=0.05)
+            losses = []
+            for step in range(p.STEPS):
+                rows = [(step * p.B + i) % p.N for i in range(p.B)]
+                loss = F.mse_loss(stream(form, net, qq, xt[rows]), yt[rows])
+                losses.append(loss.item())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return losses
+        want = losses_from(init)
         got = p.rewire_losses(work, model, "deep-" + form, ["--optimizer=sgd", "--lr=0.05",
                                                            "--residual=" + form])
-        ok &= p.compare("%s, 3 blocks (paper init; %s per block)" % (form, ", ".join(sorted(q[0]))),
-                        got, want, 1e-4)
+        name = "%s, 3 blocks (paper init; %s per block)" % (form, ", ".join(sorted(q[0])))
+        ok &= p.compare(name, got, want, 1e-4)
+        ok &= p.conditioned(form + ", 3 blocks", losses_from, init, want, 1e-4)
     return ok
 
 
@@ -218,20 +226,27 @@ def main():
         values = read_safetensors(os.path.join(work, form + ".params.safetensors"))
         prefix = "stream0.layer0.%s." % form
         q = {k[len(prefix):]: v.clone().requires_grad_(True) for k, v in values.items() if k.startswith(prefix)}
-        net.load_state_dict(init)
-        opt = torch.optim.SGD(list(net.parameters()) + list(q.values()), lr=0.05)
-        want = []
-        for step in range(p.STEPS):
-            rows = [(step * p.B + i) % p.N for i in range(p.B)]
-            xb = xt[rows]
-            u = net.fc2(F.gelu(net.fc1(net.ln(xb))))
-            loss = F.mse_loss(net.head(combine(form, q, xb, u)), yt[rows])
-            want.append(loss.item())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        q0 = {k: v.detach().clone() for k, v in q.items()}
+
+        def losses_from(state, q0=q0, form=form):
+            net.load_state_dict(state)
+            qq = {k: v.clone().requires_grad_(True) for k, v in q0.items()}
+            opt = torch.optim.SGD(list(net.parameters()) + list(qq.values()), lr=0.05)
+            losses = []
+            for step in range(p.STEPS):
+                rows = [(step * p.B + i) % p.N for i in range(p.B)]
+                xb = xt[rows]
+                u = net.fc2(F.gelu(net.fc1(net.ln(xb))))
+                loss = F.mse_loss(net.head(combine(form, qq, xb, u)), yt[rows])
+                losses.append(loss.item())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return losses
+        want = losses_from(init)
         got = p.rewire_losses(work, model, form, ["--optimizer=sgd", "--lr=0.05", "--residual=" + form])
         ok &= p.compare("%s (paper init; %s)" % (form, ", ".join(sorted(q))), got, want, 1e-4)
+        ok &= p.conditioned(form, losses_from, init, want, 1e-4)
     ok &= deep_forms(work, x, y)
     ok &= lpa_parity(work, x, y)
     sys.exit(0 if ok else 1)
