@@ -8,6 +8,28 @@
 
 namespace rewire::runtime {
 
+/// A check of one input's values (rewire-check-indices record-inputs):
+/// every element in [lo, hi) or equal to `also`; with `nonzero`, any value
+/// but 0.
+struct InputValueCheck {
+  size_t input = 0;
+  std::string what;
+  int64_t lo = 0, hi = 0;
+  std::optional<int64_t> also;
+  bool nonzero = false;
+};
+
+/// Reads the artifact's `input_checks` of a function with `inputs`.
+std::optional<std::string> parseInputChecks(const JsonValue &list, const std::string &where,
+                                            const std::vector<TensorInfo> &inputs,
+                                            std::vector<InputValueCheck> &out);
+
+/// Applies `check` to the integer input at `data` (of `input`'s type): the
+/// message of the first bad element, in the words of the compiled CPU
+/// checks (runtime/Kernels.c), or nothing.
+std::optional<std::string> checkInputValues(const InputValueCheck &check,
+                                            const TensorInfo &input, const void *data);
+
 /// Reads `{"name":..,"dtype":..,"shape":[..]}`; returns what is wrong.
 std::optional<std::string> parseTensorSpec(const JsonValue &v, const std::string &where,
                                            TensorInfo &out);

@@ -23,6 +23,7 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -395,8 +396,23 @@ std::string Scheduler::json() const {
   std::string s = "{\"name\":" + rewire::jsonQuote(entry.name) +
                   ",\"inputs\":" + tensorSpecsJson(entry.inputs) +
                   ",\"parameters\":" + tensorSpecsJson(entry.parameters) +
-                  ",\"outputs\":" + tensorSpecsJson(entry.outputs) +
-                  ",\"arena\":" + std::to_string(arena) + ",\"buffers\":[";
+                  ",\"outputs\":" + tensorSpecsJson(entry.outputs) + ",\"input_checks\":[";
+  // Checks of input values the kernels cannot make (rewire-check-indices
+  // record-inputs): the runtime applies them to the host inputs.
+  bool firstCheck = true;
+  for (const InputCheck &c : entry.inputChecks) {
+    auto it = std::find_if(entry.inputs.begin(), entry.inputs.end(),
+                           [&](const TensorSpec &t) { return t.name == c.input; });
+    if (it == entry.inputs.end())
+      continue;
+    s += std::string(firstCheck ? "" : ",") + "{\"input\":" +
+         std::to_string(it - entry.inputs.begin()) + ",\"what\":" + rewire::jsonQuote(c.what) +
+         ",\"lo\":" + std::to_string(c.lo) + ",\"hi\":" + std::to_string(c.hi) +
+         (c.also ? ",\"also\":" + std::to_string(*c.also) : std::string()) +
+         ",\"nonzero\":" + (c.nonzero ? "true" : "false") + "}";
+    firstCheck = false;
+  }
+  s += "],\"arena\":" + std::to_string(arena) + ",\"buffers\":[";
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer &b = buffers[i];
     s += std::string(i ? "," : "") + "{\"kind\":\"" + b.kind + "\",\"bytes\":" +

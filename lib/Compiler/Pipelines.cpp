@@ -184,11 +184,16 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
                                               ModuleInfo &info) {
   collectParameterSources(module, info);
 
-  // Index values, labels and divisors are checked at run time on the CPU
-  // (the checks name the inputs, so this runs before their names are
-  // dropped). The CUDA target clamps instead (no error path yet).
-  if (!options.cuda && options.checkIndices &&
-      failed(runPipeline(module, "rewire-check-indices", "index check")))
+  // Index values, labels and divisors are checked at run time (the checks
+  // name the inputs, so this runs before their names are dropped): in the
+  // CPU code; for CUDA, whose kernels have no error path, the checks of
+  // function inputs are recorded for the runtime to apply on the host
+  // (computed indices are clamped).
+  if (options.checkIndices &&
+      failed(runPipeline(module,
+                         options.cuda ? "rewire-check-indices{record-inputs=true}"
+                                      : "rewire-check-indices",
+                         "index check")))
     return failure();
 
   // Inputs are the caller's buffers: never written in place.
@@ -235,6 +240,20 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
     if (entry.outputs.empty())
       return func.emitError() << "rewire-compile: entry point '" << entry.name
                               << "' returns nothing";
+    if (auto checks = func->getAttrOfType<ArrayAttr>("rewire.input_checks")) {
+      for (auto c : checks.getAsRange<DictionaryAttr>()) {
+        InputCheck check;
+        check.input = c.getAs<StringAttr>("input").str();
+        check.what = c.getAs<StringAttr>("what").str();
+        check.lo = c.getAs<IntegerAttr>("lo").getInt();
+        check.hi = c.getAs<IntegerAttr>("hi").getInt();
+        if (auto also = c.getAs<IntegerAttr>("also"))
+          check.also = also.getInt();
+        check.nonzero = c.getAs<BoolAttr>("nonzero").getValue();
+        entry.inputChecks.push_back(std::move(check));
+      }
+      func->removeAttr("rewire.input_checks");
+    }
     // Recorded in the metadata; the LLVM translation has no use for them.
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       func.removeArgAttr(i, "nn.parameter");

@@ -107,7 +107,21 @@ def CheckIndices : Pass<"rewire-check-indices", "::mlir::ModuleOp"> {
     `scf.if` calling `@rewire_check_failed` with
     `"nn.gather 'emb': index (from input 'ids')"` and
     `"must be in [-10, 10)"`.
+
+    With `record-inputs` (the CUDA target, which has no error path in its
+    kernels), no code is inserted: every check whose values are a function
+    input (through shape-only ops and casts) is recorded on the function as
+    `rewire.input_checks`, an array of dictionaries
+    `{input = "ids", what = "...", lo, hi[, also], nonzero}`, which the
+    compiler writes into the artifact for the runtime to apply to the host
+    inputs before they are uploaded. Values computed inside the model are
+    only clamped there.
   }];
+  let options = [
+    Option<"recordInputs", "record-inputs", "bool", /*default=*/"false",
+           "Record the checks of function inputs as rewire.input_checks instead "
+           "of inserting code">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",

@@ -73,6 +73,9 @@ std::optional<std::string> readFunction(const JsonValue &f, const Artifact &a, F
       list->push_back(std::move(t));
     }
   }
+  if (const JsonValue *checks = f.get("input_checks"))
+    if (auto err = parseInputChecks(*checks, where, out.info.inputs, out.inputChecks))
+      return err;
   auto arena = integer(f, "arena", 0, kMaxBytes);
   const JsonValue *buffers = f.get("buffers"), *steps = f.get("steps"), *results = f.get("results");
   if (!arena || !buffers || !buffers->isArray() || !steps || !steps->isArray() || !results ||

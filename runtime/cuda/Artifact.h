@@ -11,6 +11,7 @@
 #ifndef REWIRE_RUNTIME_CUDA_ARTIFACT_H
 #define REWIRE_RUNTIME_CUDA_ARTIFACT_H
 
+#include "../Specs.h"
 #include "rewire/Runtime/Runtime.h"
 
 #include <array>
@@ -41,6 +42,9 @@ struct Step {
 
 struct Function {
   FunctionInfo info;
+  /// Checks of input values made on the host before each call (the
+  /// kernels clamp indices but cannot report them).
+  std::vector<InputValueCheck> inputChecks;
   int64_t arena = 0;
   std::vector<BufferDesc> buffers;
   std::vector<Step> steps;

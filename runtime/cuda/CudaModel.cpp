@@ -427,6 +427,12 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
   api.cuCtxSetCurrent(impl->context);
   const Function &f = impl->artifact.functions[index];
   Prepared &p = impl->prepared[index];
+  // Index, label and divisor values the kernels would only clamp: checked
+  // here, before anything is uploaded (kept inputs live on the device).
+  for (const InputValueCheck &c : f.inputChecks)
+    if (!(p.keptLoaded && p.keptFrom[c.input] >= 0))
+      if (auto err = checkInputValues(c, info.inputs[c.input], inputs[c.input]))
+        return err;
   for (size_t b = 0; b < f.buffers.size(); ++b) {
     const BufferDesc &d = f.buffers[b];
     if (d.kind != BufferDesc::Kind::input || d.bytes == 0 ||

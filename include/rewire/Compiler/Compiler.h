@@ -80,9 +80,21 @@ struct TensorSpec {
 
 /// One entry point: inputs, then parameters, then outputs, passed as one
 /// array of pointers to `rewire_call_<name>(void **)`.
+/// A run-time check of an entry point's input values that the target's
+/// code cannot make itself (CUDA): the runtime applies it to the host input
+/// before the call (rewire-check-indices record-inputs).
+struct InputCheck {
+  std::string input; ///< the input's name
+  std::string what;  ///< "nn.gather 'embed': index (from input 'ids')"
+  int64_t lo = 0, hi = 0;
+  std::optional<int64_t> also;
+  bool nonzero = false;
+};
+
 struct EntryPoint {
   std::string name;
   std::vector<TensorSpec> inputs, parameters, outputs;
+  std::vector<InputCheck> inputChecks;
 };
 
 /// Where a parameter's initial value comes from (recorded before lowering

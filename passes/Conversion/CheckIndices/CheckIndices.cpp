@@ -29,6 +29,7 @@ using namespace rewire;
 namespace {
 
 constexpr const char *kCheckFailed = "rewire_check_failed";
+constexpr const char *kInputChecksAttr = "rewire.input_checks";
 
 /// What the values of one check must satisfy.
 struct Requirement {
@@ -48,28 +49,41 @@ std::string nodeName(Location loc) {
   return "";
 }
 
-/// Where the values of `v` come from: the function input they are read
-/// from through shape-only and cast ops, or "" when they are computed.
-std::string sourceOf(Value v) {
+/// The function argument the values of `v` are read from through
+/// shape-only and cast ops, or null when they are computed.
+BlockArgument argumentOf(Value v) {
   for (int depth = 0; depth < 16; ++depth) {
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (!func)
-        return "";
-      if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name"))
-        return "input '" + n.str() + "'";
-      return "input #" + std::to_string(arg.getArgNumber());
-    }
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return isa<func::FuncOp>(arg.getOwner()->getParentOp()) ? arg : BlockArgument();
     Operation *def = v.getDefiningOp();
     if (!def || !isa<nn::ReshapeOp, nn::CastOp, nn::UnsqueezeOp, nn::SqueezeOp,
                      nn::TransposeOp>(def) || def->getNumOperands() < 1)
-      return "";
+      return {};
     v = def->getOperand(0);
   }
-  return "";
+  return {};
+}
+
+/// The name of argument `arg` (its nn.name), or "" when it has none.
+std::string argumentName(BlockArgument arg) {
+  auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
+  return n ? n.str() : "";
+}
+
+/// Where the values of `v` come from, for messages: "input 'ids'", or ""
+/// when they are computed.
+std::string sourceOf(Value v) {
+  BlockArgument arg = argumentOf(v);
+  if (!arg)
+    return "";
+  std::string name = argumentName(arg);
+  return name.empty() ? "input #" + std::to_string(arg.getArgNumber()) : "input '" + name + "'";
 }
 
 struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass> {
+  using CheckIndicesBase::CheckIndicesBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -224,10 +238,32 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
       // The same values checked once per function and requirement (a train
       // step reads the token ids in the gather and in its gradient).
       llvm::DenseSet<std::tuple<Value, int64_t, int64_t>> done;
+      SmallVector<Attribute> recorded;
       auto check = [&](Operation *op, Value values, Requirement req, StringRef role) {
         if (!done.insert({values, req.nonzero ? 0 : req.lo, req.nonzero ? 0 : req.hi}).second)
           return;
-        emitCheck(op, values, req, describe(op, role, values));
+        if (!recordInputs) {
+          emitCheck(op, values, req, describe(op, role, values));
+          return;
+        }
+        auto type = dyn_cast<RankedTensorType>(values.getType());
+        if (!type || !type.getElementType().isSignlessInteger() ||
+            type.getElementType().isInteger(1))
+          return;
+        BlockArgument arg = argumentOf(values);
+        std::string name = arg ? argumentName(arg) : "";
+        if (name.empty())
+          return; // computed values: clamped by the lowering
+        Builder b(op->getContext());
+        SmallVector<NamedAttribute> fields = {
+            b.getNamedAttr("input", b.getStringAttr(name)),
+            b.getNamedAttr("what", b.getStringAttr(describe(op, role, values))),
+            b.getNamedAttr("lo", b.getI64IntegerAttr(req.lo)),
+            b.getNamedAttr("hi", b.getI64IntegerAttr(req.hi)),
+            b.getNamedAttr("nonzero", b.getBoolAttr(req.nonzero))};
+        if (req.also)
+          fields.push_back(b.getNamedAttr("also", b.getI64IntegerAttr(*req.also)));
+        recorded.push_back(b.getDictionaryAttr(fields));
       };
       func.walk([&](Operation *op) {
         if (auto g = dyn_cast<nn::GatherOp>(op)) {
@@ -256,6 +292,8 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
           check(op, d.getRhs(), {0, 0, std::nullopt, true}, "integer divisor");
         }
       });
+      if (!recorded.empty())
+        func->setAttr(kInputChecksAttr, ArrayAttr::get(func.getContext(), recorded));
     });
   }
 };
