@@ -42,7 +42,9 @@ FUZZ_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 export BUILD_DIR
 
-"$ROOT/scripts/bootstrap.sh" >/dev/null
+# FUZZ_NO_BOOTSTRAP=1: the build and its tools are known to be in place (a
+# long run next to other work on build/, which a bootstrap would rebuild).
+[ "${FUZZ_NO_BOOTSTRAP:-0}" = 1 ] || "$ROOT/scripts/bootstrap.sh" >/dev/null
 if ! dpkg-query -W -f='${Status}' libclang-rt-22-dev 2>/dev/null | grep -q "install ok installed"; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libclang-rt-22-dev >/tmp/rewire-apt-fuzz.log 2>&1 || {
     echo "fuzz: error: could not install libclang-rt-22-dev" >&2; exit 2; }
