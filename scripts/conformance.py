@@ -37,10 +37,17 @@ os.environ.setdefault("REWIRE_LIB_DIR", os.path.join(ROOT, "build", "lib"))
 import rewire_runtime  # noqa: E402
 
 DATA = "/usr/share/libonnx-testdata/data/node"
-IMPORTED = ("Add BatchNormalization Cast Concat Conv Div Dropout Erf Exp Flatten Gather Gelu Gemm "
-            "GlobalAveragePool Identity LayerNormalization MatMul MaxPool Mul Neg Pow ReduceMean "
-            "ReduceSum Relu Reshape Shape Sigmoid Slice Softmax Split Sqrt Squeeze Sub Tanh "
-            "Transpose Unsqueeze Where").split()
+BUILD = os.path.join(ROOT, "build")
+
+
+def imported_ops():
+    """The operators the importer handles, from its own tables."""
+    tool = os.path.join(BUILD, "bin", "rewire-import")
+    out = subprocess.run([tool, "--list-ops"], capture_output=True, text=True, check=True).stdout
+    return sorted({line.split()[0] for line in out.splitlines() if line.strip()})
+
+
+IMPORTED = imported_ops()
 
 
 def load_tensor(path):

@@ -114,6 +114,21 @@ HandlerResult unary(NodeContext &c) {
   return SmallVector<Value>{OpTy::create(c.b, c.loc(), *x)};
 }
 
+/// Reciprocal(x) = 1 / x, as nn.div of a scalar one (broadcast).
+HandlerResult reciprocal(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  Type elt = cast<RankedTensorType>(x->getType()).getElementType();
+  auto ft = dyn_cast<FloatType>(elt);
+  if (!ft)
+    return c.error() << "expects a floating-point input, got " << x->getType();
+  auto scalar = RankedTensorType::get({}, elt);
+  Value one = nn::ConstantOp::create(c.b, c.loc(), scalar,
+                                     DenseElementsAttr::get(scalar, FloatAttr::get(ft, 1.0)));
+  return single(createInferred<nn::DivOp>(c, {one, *x}));
+}
+
 HandlerResult gelu(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -268,6 +283,7 @@ const Handler kHandlers[] = {
     {"Exp", 13, 21, unary<nn::ExpOp>},
     {"Sqrt", 13, 21, unary<nn::SqrtOp>},
     {"Neg", 13, 21, unary<nn::NegOp>},
+    {"Reciprocal", 13, 21, reciprocal},
     {"Gelu", 20, 21, gelu},
     {"Identity", 13, 21, identity},
     {"Dropout", 13, 21, dropout},

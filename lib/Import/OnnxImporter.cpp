@@ -23,6 +23,9 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+#include <tuple>
+
 using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_import;
@@ -130,6 +133,17 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
   static const ArrayRef<Handler> tables[] = {mathHandlers(), shapeHandlers(),
                                              convHandlers()};
   return tables;
+}
+
+std::vector<rewire::onnx_import::SupportedOp> rewire::onnx_import::supportedOps() {
+  std::vector<SupportedOp> ops;
+  for (ArrayRef<Handler> table : allTables())
+    for (const Handler &h : table)
+      ops.push_back({h.opType, h.minOpset, h.maxOpset});
+  std::sort(ops.begin(), ops.end(), [](const SupportedOp &a, const SupportedOp &b) {
+    return std::tie(a.opType, a.minOpset) < std::tie(b.opType, b.minOpset);
+  });
+  return ops;
 }
 
 const Handler *rewire::onnx_import::findHandler(StringRef opType,

@@ -2,7 +2,7 @@
 //
 // Structure-aware fuzzing of the whole compiler: the fuzz input drives a
 // generator (FuzzedDataProvider) that builds a well-formed ONNX model of 1-8
-// nodes over the ops the importer supports, with random attributes, shapes
+// nodes over the ops the importer supports (rewire-import --list-ops), with random attributes, shapes
 // and constant values (extreme integers included: INT64_MIN, -1, 2^31,
 // 2^62, ...). A byte fuzzer rarely gets past protobuf and the graph checks;
 // these models do, so the importer's handlers and folds, shape inference,
@@ -175,7 +175,7 @@ private:
         "Exp", "Neg", "Sqrt", "Gelu", "Softmax", "LayerNormalization", "BatchNormalization",
         "Conv", "MaxPool", "GlobalAveragePool", "Reshape", "Transpose", "Flatten", "Squeeze",
         "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Shape", "Cast", "Where",
-        "ReduceMean", "ReduceSum", "Identity", "Dropout"};
+        "ReduceMean", "ReduceSum", "Identity", "Dropout", "Reciprocal"};
     std::string op = fdp.PickValueInArray(ops);
     NodeProto *n = graph->add_node();
     n->set_op_type(op);

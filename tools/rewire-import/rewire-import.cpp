@@ -30,7 +30,7 @@ using namespace llvm;
 using namespace rewire::onnx_import;
 
 static cl::OptionCategory category("rewire-import options");
-static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+static cl::opt<std::string> inputPath(cl::Positional,
                                       cl::desc("<model.onnx>"),
                                       cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output .mlir file ('-' for stdout)"),
@@ -41,6 +41,10 @@ static cl::opt<std::string> paramsPath(
     cl::desc("Where to write the weights (safetensors); default: the output "
              "path with extension .safetensors"),
     cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool> listOps(
+    "list-ops",
+    cl::desc("Print the ONNX operators the importer handles (OP MIN-OPSET MAX-OPSET) and exit"),
+    cl::cat(category));
 static cl::opt<bool> allowUnsupported(
     "allow-unsupported",
     cl::desc("Keep unsupported nodes as generic nn.onnx_node ops"),
@@ -106,6 +110,16 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "rewire-import: ONNX model -> nn-dialect MLIR\n");
+  if (listOps) {
+    for (const SupportedOp &op : supportedOps())
+      outs() << op.opType << " " << op.minOpset << " " << op.maxOpset << "\n";
+    return 0;
+  }
+  if (inputPath.empty()) {
+    errs() << "rewire-import: error: no model given (rewire-import MODEL.onnx -o OUT.mlir; "
+              "--help)\n";
+    return 1;
+  }
 
   ImportOptions options;
   options.allowUnsupported = allowUnsupported;

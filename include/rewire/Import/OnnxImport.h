@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rewire::onnx_import {
 
@@ -65,6 +66,16 @@ ImportResult importOnnxBuffer(llvm::StringRef bytes, llvm::StringRef name,
                               llvm::StringRef modelDir,
                               mlir::MLIRContext *context,
                               const ImportOptions &options);
+
+/// One ONNX operator the importer handles, for the opsets [minOpset, maxOpset].
+struct SupportedOp {
+  std::string opType;
+  int64_t minOpset, maxOpset;
+};
+
+/// Every operator of the default domain the importer handles (its handler
+/// tables: the one list; rewire-import --list-ops prints it).
+std::vector<SupportedOp> supportedOps();
 
 } // namespace rewire::onnx_import
 
