@@ -32,10 +32,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <type_traits>
 
 using namespace rewire;

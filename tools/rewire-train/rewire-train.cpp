@@ -41,7 +41,6 @@
 #include <fstream>
 #include <climits>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>

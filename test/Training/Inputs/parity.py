@@ -37,18 +37,29 @@ class Net(nn.Module):
         return self.head(h)
 
 
-def torch_losses(net, x, y, opt, clip=0.0):
+def train_steps(opt, loss_at, clip=None):
+    """STEPS updates of `opt`; `loss_at(step)` is the step's loss; `clip`
+    = (parameters, max norm) clips the gradients first. Returns the losses
+    before each update (as rewire-train logs them)."""
     losses = []
     for step in range(STEPS):
-        rows = [(step * B + i) % N for i in range(B)]
         opt.zero_grad()
-        loss = F.mse_loss(net(x[rows]), y[rows])
+        loss = loss_at(step)
         losses.append(loss.item())
         loss.backward()
         if clip:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            torch.nn.utils.clip_grad_norm_(*clip)
         opt.step()
     return losses
+
+
+def batch_rows(step):
+    return [(step * B + i) % N for i in range(B)]
+
+
+def torch_losses(net, x, y, opt, clip=0.0):
+    return train_steps(opt, lambda step: F.mse_loss(net(x[batch_rows(step)]), y[batch_rows(step)]),
+                       clip=(list(net.parameters()), clip) if clip else None)
 
 
 def rewire_losses(work, model, tag, extra):
@@ -259,20 +270,15 @@ def gpt_parity(work):
              ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"], 1e-4),
             ("AdamW", lambda ps: torch.optim.AdamW(ps, lr=3e-3, weight_decay=0.01),
              ["--optimizer=adamw", "--lr=3e-3", "--weight-decay=0.01"], 1e-3)):
+        def loss_at(step):
+            rows = [(step * tm.B + i) % windows for i in range(tm.B)]
+            ids = torch.stack([toks[w * tm.T:(w + 1) * tm.T] for w in rows])
+            tgt = torch.stack([toks[w * tm.T + 1:(w + 1) * tm.T + 1] for w in rows])
+            return F.cross_entropy(gpt(ids).reshape(-1, tm.V), tgt.reshape(-1))
+
         def losses_from(state, make=make):
             gpt.load_state_dict(state)
-            opt = make(gpt.parameters())
-            losses = []
-            for step in range(STEPS):
-                rows = [(step * tm.B + i) % windows for i in range(tm.B)]
-                ids = torch.stack([toks[w * tm.T:(w + 1) * tm.T] for w in rows])
-                tgt = torch.stack([toks[w * tm.T + 1:(w + 1) * tm.T + 1] for w in rows])
-                opt.zero_grad()
-                loss = F.cross_entropy(gpt(ids).reshape(-1, tm.V), tgt.reshape(-1))
-                losses.append(loss.item())
-                loss.backward()
-                opt.step()
-            return losses
+            return train_steps(make(gpt.parameters()), loss_at)
         want = losses_from(init)
         metrics = os.path.join(work, "gpt.csv")
         r = subprocess.run(["rewire-train", model, "--data=" + data, "--steps=%d" % STEPS,

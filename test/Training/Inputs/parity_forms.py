@@ -139,15 +139,8 @@ def deep_forms(work, x, y):
             qq = [{k: v.clone().requires_grad_(True) for k, v in qk.items()} for qk in q0]
             opt = torch.optim.SGD(list(net.parameters()) + [t for qk in qq for t in qk.values()],
                                   lr=0.05)
-            losses = []
-            for step in range(p.STEPS):
-                rows = [(step * p.B + i) % p.N for i in range(p.B)]
-                loss = F.mse_loss(stream(form, net, qq, xt[rows]), yt[rows])
-                losses.append(loss.item())
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            return losses
+            return p.train_steps(opt, lambda step: F.mse_loss(
+                stream(form, net, qq, xt[p.batch_rows(step)]), yt[p.batch_rows(step)]))
         want = losses_from(init)
         got = p.rewire_losses(work, model, "deep-" + form, ["--optimizer=sgd", "--lr=0.05",
                                                            "--residual=" + form])
@@ -232,17 +225,12 @@ def main():
             net.load_state_dict(state)
             qq = {k: v.clone().requires_grad_(True) for k, v in q0.items()}
             opt = torch.optim.SGD(list(net.parameters()) + list(qq.values()), lr=0.05)
-            losses = []
-            for step in range(p.STEPS):
-                rows = [(step * p.B + i) % p.N for i in range(p.B)]
-                xb = xt[rows]
+
+            def loss_at(step):
+                xb = xt[p.batch_rows(step)]
                 u = net.fc2(F.gelu(net.fc1(net.ln(xb))))
-                loss = F.mse_loss(net.head(combine(form, qq, xb, u)), yt[rows])
-                losses.append(loss.item())
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            return losses
+                return F.mse_loss(net.head(combine(form, qq, xb, u)), yt[p.batch_rows(step)])
+            return p.train_steps(opt, loss_at)
         want = losses_from(init)
         got = p.rewire_losses(work, model, form, ["--optimizer=sgd", "--lr=0.05", "--residual=" + form])
         ok &= p.compare("%s (paper init; %s)" % (form, ", ".join(sorted(q))), got, want, 1e-4)
