@@ -51,6 +51,27 @@ def NN_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::rewire::nn";
 }
 
+def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "how nn.compare compares its operands", [
+      I32EnumAttrCase<"eq", 0>,
+      I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"lt", 2>,
+      I32EnumAttrCase<"le", 3>,
+      I32EnumAttrCase<"gt", 4>,
+      I32EnumAttrCase<"ge", 5>
+    ]> {
+  let cppNamespace = "::rewire::nn";
+}
+
+def NN_LogicalKind : I32EnumAttr<"LogicalKind",
+    "the boolean function of nn.logical", [
+      I32EnumAttrCase<"and_", 0, "and">,
+      I32EnumAttrCase<"or_", 1, "or">,
+      I32EnumAttrCase<"xor_", 2, "xor">
+    ]> {
+  let cppNamespace = "::rewire::nn";
+}
+
 def NN_InitKind : I32EnumAttr<"InitKind", "parameter initializer kind", [
       I32EnumAttrCase<"zeros", 0>,
       I32EnumAttrCase<"ones", 1>,

@@ -64,6 +64,58 @@ def NN_SubOp : NN_BinaryOp<"sub", "subtraction">;
 def NN_MulOp : NN_BinaryOp<"mul", "multiplication">;
 def NN_DivOp : NN_BinaryOp<"div", "division">;
 def NN_PowOp : NN_BinaryOp<"pow", "power (`lhs ^ rhs`)">;
+def NN_MaxOp : NN_BinaryOp<"max", "maximum (NaN if either operand is NaN; ONNX Max)">;
+def NN_MinOp : NN_BinaryOp<"min", "minimum (NaN if either operand is NaN; ONNX Min)">;
+
+def NN_CompareOp : NN_InferOp<"compare"> {
+  let summary = "elementwise comparison with broadcasting, to i1";
+  let description = [{
+    `lhs <predicate> rhs` per element (ONNX Equal, Less, LessOrEqual, Greater,
+    GreaterOrEqual; `ne` also expresses IsNaN as `x ne x`). The operands
+    broadcast NumPy-style and share an element type (float, integer or i1);
+    float comparisons are ordered except `ne`, which is true for NaN, so
+    `eq`/`lt`/... are false when either side is NaN, as in IEEE 754.
+    Integers compare as signed. The result is not differentiable.
+
+    Example:
+    ```mlir
+    %m = nn.compare lt %pos, %len : (tensor<2x8xi64>, tensor<2x1xi64>) -> tensor<2x8xi1>
+    ```
+  }];
+  let arguments = (ins NN_ComparePredicate:$predicate, NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat =
+      "$predicate $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_LogicalOp : NN_InferOp<"logical"> {
+  let summary = "elementwise and / or / xor of booleans with broadcasting";
+  let description = [{
+    ONNX And, Or and Xor on i1 tensors that broadcast NumPy-style.
+
+    Example:
+    ```mlir
+    %m = nn.logical and %causal, %padding : (tensor<8x8xi1>, tensor<2x1x1x8xi1>) -> tensor<2x1x8x8xi1>
+    ```
+  }];
+  let arguments = (ins NN_LogicalKind:$kind, NN_BoolTensor:$lhs, NN_BoolTensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat =
+      "$kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_NotOp : NN_Op<"not", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise boolean negation (ONNX Not)";
+  let description = [{
+    Example:
+    ```mlir
+    %y = nn.not %mask : tensor<2x8xi1>
+    ```
+  }];
+  let arguments = (ins NN_BoolTensor:$x);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
 
 class NN_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
     : NN_Op<mnemonic, !listconcat(traits, [Pure, Elementwise,
@@ -90,6 +142,12 @@ def NN_ErfOp : NN_UnaryOp<"erf", "Gauss error function">;
 def NN_ExpOp : NN_UnaryOp<"exp", "natural exponential">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
 def NN_NegOp : NN_UnaryOp<"neg", "negation">;
+def NN_AbsOp : NN_UnaryOp<"abs", "absolute value">;
+def NN_LogOp : NN_UnaryOp<"log", "natural logarithm">;
+def NN_SinOp : NN_UnaryOp<"sin", "sine">;
+def NN_CosOp : NN_UnaryOp<"cos", "cosine">;
+def NN_FloorOp : NN_UnaryOp<"floor", "rounding down to an integer value">;
+def NN_CeilOp : NN_UnaryOp<"ceil", "rounding up to an integer value">;
 
 def NN_GeluOp : NN_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
                                InferTypeOpInterface]> {

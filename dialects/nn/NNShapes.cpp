@@ -656,6 +656,30 @@ LogicalResult GlobalAveragePoolOp::inferReturnTypes(
 // Selection and composites
 //===----------------------------------------------------------------------===//
 
+/// The broadcast shape of two operands with an i1 element type (nn.compare,
+/// nn.logical).
+static LogicalResult inferBoolBroadcast(MLIRContext *ctx, std::optional<Location> loc,
+                                        StringRef opName, Type lhs, Type rhs,
+                                        SmallVectorImpl<Type> &types) {
+  if (failed(inferBroadcast(loc, opName, {lhs, rhs}, types)))
+    return failure();
+  auto t = cast<RankedTensorType>(types.back());
+  types.back() = RankedTensorType::get(t.getShape(), IntegerType::get(ctx, 1));
+  return success();
+}
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferBoolBroadcast(ctx, loc, getOperationName(), adaptor.getLhs().getType(),
+                            adaptor.getRhs().getType(), types);
+}
+
+LogicalResult LogicalOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferBoolBroadcast(ctx, loc, getOperationName(), adaptor.getLhs().getType(),
+                            adaptor.getRhs().getType(), types);
+}
+
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

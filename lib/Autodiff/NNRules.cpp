@@ -392,6 +392,63 @@ RULE(SliceRule, nn::SliceOp)
   out.push_back(grad);
 END_RULE
 
+/// `pred(lhs, rhs)` as 0/1 in the element type of `like`, at `like`'s shape.
+Value maskOf(ImplicitLocOpBuilder &b, nn::ComparePredicate pred, Value lhs, Value rhs,
+             Value like) {
+  auto t = typeOf(like);
+  Value m = nn::CompareOp::create(b, b.getAttr<nn::ComparePredicateAttr>(pred), lhs, rhs);
+  auto mt = typeOf(m);
+  return nn::CastOp::create(b, RankedTensorType::get(mt.getShape(), t.getElementType()), m);
+}
+
+template <typename Derived, typename OpTy, nn::ComparePredicate Pred>
+struct ExtremumRule : Rule<Derived, OpTy> {
+  // max: the gradient goes to lhs where lhs >= rhs, else to rhs (min: <=),
+  // so a tie sends it to lhs alone, as ONNX Runtime's and PyTorch's
+  // torch.maximum send it to one side.
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<OpTy>(raw);
+    Value m = maskOf(b, Pred, op.getLhs(), op.getRhs(), g[0]);
+    Value gl = mul(b, g[0], m);
+    out.push_back(sumToShape(b, gl, typeOf(op.getLhs())));
+    out.push_back(sumToShape(b, sub(b, g[0], gl), typeOf(op.getRhs())));
+    return success();
+  }
+};
+struct MaxRule : ExtremumRule<MaxRule, nn::MaxOp, nn::ComparePredicate::ge> {};
+struct MinRule : ExtremumRule<MinRule, nn::MinOp, nn::ComparePredicate::le> {};
+
+RULE(AbsRule, nn::AbsOp)
+  // sign(x): 0 at 0, as PyTorch's abs backward.
+  Value x = op.getX(), zero = num(b, x, 0.0);
+  Value sign = sub(b, maskOf(b, nn::ComparePredicate::gt, x, zero, x),
+                   maskOf(b, nn::ComparePredicate::lt, x, zero, x));
+  out.push_back(mul(b, g[0], sign));
+END_RULE
+
+RULE(LogRule, nn::LogOp)
+  out.push_back(div(b, g[0], op.getX()));
+END_RULE
+
+RULE(SinRule, nn::SinOp)
+  out.push_back(mul(b, g[0], nn::CosOp::create(b, op.getX())));
+END_RULE
+
+RULE(CosRule, nn::CosOp)
+  out.push_back(neg(b, mul(b, g[0], nn::SinOp::create(b, op.getX()))));
+END_RULE
+
+/// Piecewise-constant or boolean results: no gradient reaches the operands.
+template <typename OpTy>
+struct NoGradientRule : Rule<NoGradientRule<OpTy>, OpTy> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &, ArrayRef<Value>,
+                              SmallVectorImpl<Value> &out) const {
+    out.append(raw->getNumOperands(), Value());
+    return success();
+  }
+};
+
 RULE(StopGradientRule, nn::StopGradientOp)
   out.push_back(Value());
 END_RULE
@@ -435,6 +492,17 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::GatherOp::attachInterface<GatherRule>(*ctx);
     nn::CrossEntropyOp::attachInterface<CrossEntropyRule>(*ctx);
     nn::StopGradientOp::attachInterface<StopGradientRule>(*ctx);
+    nn::MaxOp::attachInterface<MaxRule>(*ctx);
+    nn::MinOp::attachInterface<MinRule>(*ctx);
+    nn::AbsOp::attachInterface<AbsRule>(*ctx);
+    nn::LogOp::attachInterface<LogRule>(*ctx);
+    nn::SinOp::attachInterface<SinRule>(*ctx);
+    nn::CosOp::attachInterface<CosRule>(*ctx);
+    nn::FloorOp::attachInterface<NoGradientRule<nn::FloorOp>>(*ctx);
+    nn::CeilOp::attachInterface<NoGradientRule<nn::CeilOp>>(*ctx);
+    nn::CompareOp::attachInterface<NoGradientRule<nn::CompareOp>>(*ctx);
+    nn::LogicalOp::attachInterface<NoGradientRule<nn::LogicalOp>>(*ctx);
+    nn::NotOp::attachInterface<NoGradientRule<nn::NotOp>>(*ctx);
     nn::SliceOp::attachInterface<SliceRule>(*ctx);
   });
 }

@@ -405,6 +405,40 @@ LogicalResult Exporter::exportOp(Operation *op) {
       .Case([&](nn::ExpOp) { simple("Exp"); return success(); })
       .Case([&](nn::SqrtOp) { simple("Sqrt"); return success(); })
       .Case([&](nn::NegOp) { simple("Neg"); return success(); })
+      .Case([&](nn::AbsOp) { simple("Abs"); return success(); })
+      .Case([&](nn::LogOp) { simple("Log"); return success(); })
+      .Case([&](nn::SinOp) { simple("Sin"); return success(); })
+      .Case([&](nn::CosOp) { simple("Cos"); return success(); })
+      .Case([&](nn::FloorOp) { simple("Floor"); return success(); })
+      .Case([&](nn::CeilOp) { simple("Ceil"); return success(); })
+      .Case([&](nn::MaxOp) { simple("Max"); return success(); })
+      .Case([&](nn::MinOp) { simple("Min"); return success(); })
+      .Case([&](nn::NotOp) { simple("Not"); return success(); })
+      .Case([&](nn::LogicalOp l) {
+        switch (l.getKind()) {
+        case nn::LogicalKind::and_: simple("And"); break;
+        case nn::LogicalKind::or_: simple("Or"); break;
+        case nn::LogicalKind::xor_: simple("Xor"); break;
+        }
+        return success();
+      })
+      .Case([&](nn::CompareOp c) {
+        // ONNX has no NotEqual: ne is Not(Equal) through a fresh name.
+        switch (c.getPredicate()) {
+        case nn::ComparePredicate::eq: simple("Equal"); break;
+        case nn::ComparePredicate::lt: simple("Less"); break;
+        case nn::ComparePredicate::le: simple("LessOrEqual"); break;
+        case nn::ComparePredicate::gt: simple("Greater"); break;
+        case nn::ComparePredicate::ge: simple("GreaterOrEqual"); break;
+        case nn::ComparePredicate::ne: {
+          std::string eq = b.fresh("equal");
+          b.node("Equal", {in(0), in(1)}, {eq});
+          b.node("Not", {eq}, {out()});
+          break;
+        }
+        }
+        return success();
+      })
       .Case([&](nn::GeluOp gelu) {
         onnx::NodeProto *n = simple("Gelu");
         if (gelu.getApproximate() == nn::GeluApproximation::tanh)

@@ -12,6 +12,7 @@
 #include "OnnxInternal.h"
 
 #include "dialects/nn/NNParameters.h"
+#include "rewire/Support/Printable.h"
 #include "rewire/Support/Safetensors.h"
 #include "rewire/Support/Shape.h"
 
@@ -131,7 +132,7 @@ Value rewire::onnx_import::makeI64Constant(OpBuilder &b, Location loc,
 
 static ArrayRef<ArrayRef<Handler>> allTables() {
   static const ArrayRef<Handler> tables[] = {mathHandlers(), shapeHandlers(),
-                                             convHandlers()};
+                                             convHandlers(), logicHandlers()};
   return tables;
 }
 
@@ -195,6 +196,7 @@ private:
   FailureOr<NamedAttribute> importAttribute(const onnx::AttributeProto &attr,
                                             Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
+  LogicalResult checkAllSupported(const onnx::GraphProto &graph);
   LogicalResult define(StringRef name, Value v, Location loc);
   LogicalResult fail(ImportStatus s) {
     status = s;
@@ -537,6 +539,60 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
   return success();
 }
 
+/// Lists every op of the graph that no handler legalizes (op, domain, opset,
+/// how many nodes, the first one) in one error, so that a user learns the
+/// whole gap at once rather than one op per attempt.
+LogicalResult Importer::checkAllSupported(const onnx::GraphProto &graph) {
+  struct Missing {
+    std::string opType, domain;
+    int64_t opset;
+    int64_t count = 0;
+    std::string firstNode;
+  };
+  std::vector<Missing> missing;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    StringRef domain = node.domain();
+    bool defaultDomain = domain.empty() || domain == "ai.onnx";
+    if (defaultDomain && (node.op_type() == "Constant" ||
+                          findHandler(node.op_type(), opset)))
+      continue;
+    int64_t nodeOpset = opset;
+    if (!defaultDomain) {
+      nodeOpset = 0;
+      for (const auto &imp : model.opset_import())
+        if (imp.domain() == domain)
+          nodeOpset = imp.version();
+    }
+    std::string dom = defaultDomain ? "ai.onnx" : domain.str();
+    auto it = llvm::find_if(missing, [&](const Missing &m) {
+      return m.opType == node.op_type() && m.domain == dom;
+    });
+    if (it == missing.end()) {
+      missing.push_back({node.op_type(), dom, nodeOpset, 0,
+                         node.name().empty() ? node.op_type() + "#" + std::to_string(i)
+                                             : node.name()});
+      it = std::prev(missing.end());
+    }
+    ++it->count;
+  }
+  if (missing.empty())
+    return success();
+  auto diag = emitError(fileLoc);
+  diag << missing.size() << " unsupported op" << (missing.size() == 1 ? "" : "s")
+       << " in the model (each listed below); pass --allow-unsupported to keep "
+          "them as generic ops (rewire-import --list-ops prints what is supported)";
+  for (const Missing &m : missing) {
+    auto &note = diag.attachNote(fileLoc);
+    note << "'" << printable(m.opType) << "' (domain '" << printable(m.domain)
+         << "', opset " << m.opset << "): " << m.count << " node"
+         << (m.count == 1 ? "" : "s") << ", first '" << printable(m.firstNode) << "'";
+    if (m.domain == "ai.onnx" && hasAnyHandler(m.opType))
+      note << " (Rewire supports it at other opsets)";
+  }
+  return fail(ImportStatus::unsupported);
+}
+
 LogicalResult Importer::importModel() {
   for (const auto &imp : model.opset_import())
     if (imp.domain().empty() || imp.domain() == "ai.onnx")
@@ -560,6 +616,9 @@ LogicalResult Importer::importModel() {
                        << " (--max-nodes)";
     return fail(ImportStatus::invalid);
   }
+
+  if (!opts.allowUnsupported && failed(checkAllSupported(graph)))
+    return failure();
 
   module = ModuleOp::create(fileLoc);
   symbols.emplace(module);

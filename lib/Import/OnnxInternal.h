@@ -124,6 +124,7 @@ struct Handler {
 llvm::ArrayRef<Handler> mathHandlers();
 llvm::ArrayRef<Handler> shapeHandlers();
 llvm::ArrayRef<Handler> convHandlers();
+llvm::ArrayRef<Handler> logicHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);

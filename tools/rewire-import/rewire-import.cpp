@@ -161,6 +161,9 @@ int main(int argc, char **argv) {
                                  : "note";
     errs() << printable(describe(diag.getLocation())) << ": " << kind << ": "
            << printable(diag.str()) << "\n";
+    for (const mlir::Diagnostic &note : diag.getNotes())
+      errs() << printable(describe(note.getLocation())) << ": note: "
+             << printable(note.str()) << "\n";
     return mlir::success();
   });
 

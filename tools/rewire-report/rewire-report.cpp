@@ -104,6 +104,11 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  // Errors (and their notes: every unsupported op of an import) name the
+  // location; the module is not printed.
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr diagSourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(diagSourceMgr, &context);
   if (StringRef(inputPath).ends_with(".onnx")) {
     rewire::onnx_import::ImportOptions options;
     auto result = rewire::onnx_import::importOnnxFile(inputPath, &context, options);

@@ -133,6 +133,10 @@ struct Binary : OpConversionPattern<OpTy> {
                                    return arith::SubIOp::create(b, l, v[0], v[1]);
                                  else if constexpr (std::is_same_v<OpTy, nn::MulOp>)
                                    return arith::MulIOp::create(b, l, v[0], v[1]);
+                                 else if constexpr (std::is_same_v<OpTy, nn::MaxOp>)
+                                   return arith::MaxSIOp::create(b, l, v[0], v[1]);
+                                 else if constexpr (std::is_same_v<OpTy, nn::MinOp>)
+                                   return arith::MinSIOp::create(b, l, v[0], v[1]);
                                  else
                                    return safeDivSI(b, l, v[0], v[1]);
                                }
@@ -144,6 +148,10 @@ struct Binary : OpConversionPattern<OpTy> {
                                  return arith::MulFOp::create(b, l, v[0], v[1]);
                                else if constexpr (std::is_same_v<OpTy, nn::DivOp>)
                                  return arith::DivFOp::create(b, l, v[0], v[1]);
+                               else if constexpr (std::is_same_v<OpTy, nn::MaxOp>)
+                                 return arith::MaximumFOp::create(b, l, v[0], v[1]);
+                               else if constexpr (std::is_same_v<OpTy, nn::MinOp>)
+                                 return arith::MinimumFOp::create(b, l, v[0], v[1]);
                                else
                                  return math::PowFOp::create(b, l, v[0], v[1]);
                              }));
@@ -202,6 +210,18 @@ struct Unary : OpConversionPattern<OpTy> {
                                  return math::SqrtOp::create(b, l, x);
                                else if constexpr (std::is_same_v<OpTy, nn::NegOp>)
                                  return arith::NegFOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AbsOp>)
+                                 return math::AbsFOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::LogOp>)
+                                 return math::LogOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::SinOp>)
+                                 return math::SinOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::CosOp>)
+                                 return math::CosOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::FloorOp>)
+                                 return math::FloorOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::CeilOp>)
+                                 return math::CeilOp::create(b, l, x);
                                else
                                  return gelu(b, l, x, tanhApprox);
                              }));
@@ -594,6 +614,101 @@ struct WhereLowering : OpConversionPattern<nn::WhereOp> {
   }
 };
 
+/// nn.compare: arith.cmpf (ordered, except `ne`: unordered, so NaN != NaN)
+/// or arith.cmpi (signed) per element.
+struct CompareLowering : OpConversionPattern<nn::CompareOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::CompareOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    Type elt = cast<RankedTensorType>(a.getLhs().getType()).getElementType();
+    if (!type.hasStaticShape() || !(isa<FloatType>(elt) || elt.isSignlessInteger()))
+      return rw.notifyMatchFailure(op, "static float or integer tensors only");
+    MLIRContext *ctx = op.getContext();
+    auto map = [&](Value v) { return broadcastMap(ctx, cast<RankedTensorType>(v.getType()), type); };
+    nn::ComparePredicate pred = op.getPredicate();
+    using P = nn::ComparePredicate;
+    auto fp = [&] {
+      switch (pred) {
+      case P::eq: return arith::CmpFPredicate::OEQ;
+      case P::ne: return arith::CmpFPredicate::UNE;
+      case P::lt: return arith::CmpFPredicate::OLT;
+      case P::le: return arith::CmpFPredicate::OLE;
+      case P::gt: return arith::CmpFPredicate::OGT;
+      case P::ge: return arith::CmpFPredicate::OGE;
+      }
+      return arith::CmpFPredicate::OEQ;
+    }();
+    auto ip = [&] {
+      switch (pred) {
+      case P::eq: return arith::CmpIPredicate::eq;
+      case P::ne: return arith::CmpIPredicate::ne;
+      case P::lt: return arith::CmpIPredicate::slt;
+      case P::le: return arith::CmpIPredicate::sle;
+      case P::gt: return arith::CmpIPredicate::sgt;
+      case P::ge: return arith::CmpIPredicate::sge;
+      }
+      return arith::CmpIPredicate::eq;
+    }();
+    bool isFloat = isa<FloatType>(elt);
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getLhs(), a.getRhs()},
+                             {map(a.getLhs()), map(a.getRhs())},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               if (isFloat)
+                                 return arith::CmpFOp::create(b, l, fp, v[0], v[1]);
+                               return arith::CmpIOp::create(b, l, ip, v[0], v[1]);
+                             }));
+    return success();
+  }
+};
+
+struct LogicalLowering : OpConversionPattern<nn::LogicalOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LogicalOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    MLIRContext *ctx = op.getContext();
+    auto map = [&](Value v) { return broadcastMap(ctx, cast<RankedTensorType>(v.getType()), type); };
+    nn::LogicalKind kind = op.getKind();
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getLhs(), a.getRhs()},
+                             {map(a.getLhs()), map(a.getRhs())},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               switch (kind) {
+                               case nn::LogicalKind::and_:
+                                 return arith::AndIOp::create(b, l, v[0], v[1]);
+                               case nn::LogicalKind::or_:
+                                 return arith::OrIOp::create(b, l, v[0], v[1]);
+                               case nn::LogicalKind::xor_:
+                                 break;
+                               }
+                               return arith::XOrIOp::create(b, l, v[0], v[1]);
+                             }));
+    return success();
+  }
+};
+
+struct NotLowering : OpConversionPattern<nn::NotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::NotOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getX()},
+                             {rw.getMultiDimIdentityMap(type.getRank())},
+                             [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                               Value one = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+                               return arith::XOrIOp::create(b, l, v[0], one);
+                             }));
+    return success();
+  }
+};
+
 /// Adds a per-channel (dim 1) vector to an NCHW tensor.
 Value addChannels(OpBuilder &b, Location loc, Value x, Value bias) {
   auto type = cast<RankedTensorType>(x.getType());
@@ -808,7 +923,10 @@ struct ConvertNNToLinalgPass
     target.addIllegalDialect<nn::NNDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<Binary<nn::AddOp>, Binary<nn::SubOp>, Binary<nn::MulOp>,
-                 Binary<nn::DivOp>, Binary<nn::PowOp>, Unary<nn::ReluOp>,
+                 Binary<nn::DivOp>, Binary<nn::PowOp>, Binary<nn::MaxOp>,
+                 Binary<nn::MinOp>, Unary<nn::AbsOp>, Unary<nn::LogOp>, Unary<nn::SinOp>,
+                 Unary<nn::CosOp>, Unary<nn::FloorOp>, Unary<nn::CeilOp>,
+                 CompareLowering, LogicalLowering, NotLowering, Unary<nn::ReluOp>,
                  Unary<nn::SigmoidOp>, Unary<nn::TanhOp>, Unary<nn::ErfOp>,
                  Unary<nn::ExpOp>, Unary<nn::SqrtOp>, Unary<nn::NegOp>,
                  Unary<nn::GeluOp>, MatMulLowering, SoftmaxLowering,

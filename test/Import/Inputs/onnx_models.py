@@ -157,8 +157,19 @@ M["unnamed_node"] = lambda: model([h.make_node("Relu", ["x"], ["y"])],
                                   [vi("x", [2])], [vi("y", [2])])
 
 # --- models the importer must reject ----------------------------------------
-M["unsupported_op"] = lambda: model([h.make_node("Einsum", ["x", "x"], ["y"], name="ein", equation="ij,ij->ij")],
-                                    [vi("x", [2, 3])], [vi("y", [2, 3])])
+M["unsupported_op"] = lambda: model([h.make_node("STFT", ["x", "step"], ["y"], name="stft")],
+                                    [vi("x", [1, 16, 1]), vi("step", [], TP.INT64)], [vi("y", [1, 1, 9, 2])])
+# Every op the importer lacks, listed at once: two kinds in four nodes (and a
+# custom domain), between supported ones.
+M["several_unsupported"] = lambda: model(
+    [h.make_node("Det", ["x"], ["d0"], name="det0"),
+     h.make_node("Relu", ["x"], ["r"], name="relu"),
+     h.make_node("Det", ["r"], ["d1"], name="det1"),
+     h.make_node("Fancy", ["d1"], ["f"], name="fancy", domain="com.example"),
+     h.make_node("Det", ["x"], ["d2"], name="det2"),
+     h.make_node("STFT", ["x", "step"], ["s"], name="stft")],
+    [vi("x", [3, 3]), vi("step", [], TP.INT64)], [vi("f", [])],
+    extra_opsets=[("com.example", 1)])
 M["custom_domain"] = lambda: model([h.make_node("Fancy", ["x"], ["y"], name="f", domain="com.example", alpha=0.5)],
                                    [vi("x", [2, 3])], [vi("y", [2, 3])], extra_opsets=[("com.example", 3)])
 M["custom_domain_chain"] = lambda: model(

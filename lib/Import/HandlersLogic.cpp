@@ -1,0 +1,655 @@
+//===- HandlersLogic.cpp - Comparisons, logic and generated tensors ------===//
+//
+// Handlers for the comparisons (Equal, Less, ..., IsNaN, IsInf), boolean
+// logic (And, Or, Xor, Not), Min/Max/Clip/Mod and the ops that generate or
+// broadcast tensors (ConstantOfShape, Range, Expand, Tile, Trilu, CumSum on
+// constants). Masks built from shapes alone (causal masks, position ids) are
+// folded here into constants; the rest become nn.compare / nn.logical /
+// nn.where / nn.max / nn.min, or the decompositions named at each handler,
+// so no op here needs a lowering of its own.
+//
+//===----------------------------------------------------------------------===//
+#include "OnnxInternal.h"
+
+#include "rewire/Support/Checked.h"
+#include "rewire/Support/Shape.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::onnx_import;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The values of an integer or i1 nn.constant (i1 as 0/1).
+std::optional<SmallVector<int64_t>> constantValues(Value v) {
+  auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
+  if (!cst)
+    return std::nullopt;
+  auto ints = dyn_cast<DenseIntElementsAttr>(cst.getValue());
+  if (!ints)
+    return std::nullopt;
+  bool isBool = ints.getElementType().isInteger(1);
+  SmallVector<int64_t> out;
+  for (const APInt &x : ints.getValues<APInt>())
+    out.push_back(isBool ? int64_t(x.getBoolValue()) : x.getSExtValue());
+  return out;
+}
+
+/// An integer or i1 nn.constant of `type` holding `values`.
+Value intOrBoolConstant(NodeContext &c, RankedTensorType type, ArrayRef<int64_t> values) {
+  unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  SmallVector<APInt> bits;
+  for (int64_t v : values)
+    bits.push_back(width == 1 ? APInt(1, v != 0)
+                              : APInt(width, v, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, bits));
+}
+
+/// A splat nn.constant of `type` (float, integer or i1) with value `v`.
+Value splat(NodeContext &c, RankedTensorType type, double v) {
+  Type elt = type.getElementType();
+  Attribute a;
+  if (auto ft = dyn_cast<FloatType>(elt))
+    a = FloatAttr::get(ft, v);
+  else
+    a = IntegerAttr::get(elt, APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v),
+                                    /*isSigned=*/true, /*implicitTrunc=*/true));
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, a));
+}
+
+/// Folds an elementwise op on constant integer/i1 operands with NumPy
+/// broadcasting; null when an operand is not such a constant or a shape is
+/// not static. `fn` returns nullopt when a value cannot be computed exactly
+/// (overflow, division by zero): that is an error naming the node.
+using Fold = std::optional<int64_t> (*)(ArrayRef<int64_t>);
+FailureOr<Value> foldElementwise(NodeContext &c, ArrayRef<Value> operands, Type resultElt,
+                                 Fold fn) {
+  SmallVector<SmallVector<int64_t>> vals;
+  std::vector<int64_t> shape;
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    auto t = typeOf(v);
+    auto cv = constantValues(v);
+    if (!cv || !t.hasStaticShape())
+      return Value();
+    vals.push_back(*cv);
+    std::vector<int64_t> s(t.getShape().begin(), t.getShape().end());
+    if (i == 0) {
+      shape = s;
+      continue;
+    }
+    auto b = broadcastShapes(shape, s);
+    if (!b)
+      return Value();
+    shape = *b;
+  }
+  auto n = checkedNumElements(shape, 1 << 20);
+  if (!n)
+    return Value();
+  int64_t rank = shape.size();
+  SmallVector<int64_t> out;
+  SmallVector<int64_t> idx(rank, 0), args(operands.size());
+  for (int64_t flat = 0; flat < *n; ++flat) {
+    for (int64_t r = rank - 1, rem = flat; r >= 0; --r) {
+      idx[r] = rem % shape[r];
+      rem /= shape[r];
+    }
+    for (auto [k, v] : llvm::enumerate(operands)) {
+      ArrayRef<int64_t> s = typeOf(v).getShape();
+      int64_t off = 0, o = s.size();
+      for (int64_t d = 0; d < o; ++d)
+        off = off * s[d] + (s[d] == 1 ? 0 : idx[rank - o + d]);
+      args[k] = vals[k][off];
+    }
+    auto r = fn(args);
+    if (!r)
+      return c.error() << "folding constant operands: element " << flat
+                       << " has no exact value in the result type (overflow "
+                          "or division by zero)";
+    out.push_back(*r);
+  }
+  return intOrBoolConstant(c, RankedTensorType::get(shape, resultElt), out);
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons and logic
+//===----------------------------------------------------------------------===//
+
+template <nn::ComparePredicate Pred>
+HandlerResult compare(NodeContext &c) {
+  auto lhs = c.tensorInput(0), rhs = c.tensorInput(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  Type i1 = c.b.getI1Type();
+  FailureOr<Value> folded = foldElementwise(
+      c, {*lhs, *rhs}, i1, [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+        switch (Pred) {
+        case nn::ComparePredicate::eq: return a[0] == a[1];
+        case nn::ComparePredicate::ne: return a[0] != a[1];
+        case nn::ComparePredicate::lt: return a[0] < a[1];
+        case nn::ComparePredicate::le: return a[0] <= a[1];
+        case nn::ComparePredicate::gt: return a[0] > a[1];
+        case nn::ComparePredicate::ge: return a[0] >= a[1];
+        }
+        return std::nullopt;
+      });
+  if (failed(folded) || *folded)
+    return single(folded);
+  return single(createInferred<nn::CompareOp>(
+      c, {*lhs, *rhs},
+      {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(Pred))}));
+}
+
+/// IsNaN(x) = x ne x (the only value unequal to itself).
+HandlerResult isNaN(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(typeOf(*x).getElementType()))
+    return c.error() << "expects a floating-point input, got " << x->getType();
+  return single(createInferred<nn::CompareOp>(
+      c, {*x, *x},
+      {c.b.getNamedAttr("predicate",
+                        c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::ne))}));
+}
+
+/// IsInf(x) = x eq +inf (detect_positive) or x eq -inf (detect_negative).
+HandlerResult isInf(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  Type elt = typeOf(*x).getElementType();
+  if (!isa<FloatType>(elt))
+    return c.error() << "expects a floating-point input, got " << x->getType();
+  bool pos = c.intAttrOr("detect_positive", 1) != 0;
+  bool neg = c.intAttrOr("detect_negative", 1) != 0;
+  auto scalar = RankedTensorType::get({}, elt);
+  auto eq = [&](double v) {
+    return createInferred<nn::CompareOp>(
+        c, {*x, splat(c, scalar, v)},
+        {c.b.getNamedAttr("predicate",
+                          c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::eq))});
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  if (!pos && !neg)
+    return SmallVector<Value>{splat(c, RankedTensorType::get(typeOf(*x).getShape(), c.b.getI1Type()), 0)};
+  if (pos != neg)
+    return single(eq(pos ? inf : -inf));
+  auto p = eq(inf), n = eq(-inf);
+  if (failed(p) || failed(n))
+    return failure();
+  return single(createInferred<nn::LogicalOp>(
+      c, {p->getResult(), n->getResult()},
+      {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(nn::LogicalKind::or_))}));
+}
+
+template <nn::LogicalKind Kind>
+HandlerResult logical(NodeContext &c) {
+  auto lhs = c.tensorInput(0), rhs = c.tensorInput(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (!typeOf(*lhs).getElementType().isInteger(1) || !typeOf(*rhs).getElementType().isInteger(1))
+    return c.error() << "expects bool operands, got " << lhs->getType() << " and "
+                     << rhs->getType();
+  FailureOr<Value> folded = foldElementwise(
+      c, {*lhs, *rhs}, c.b.getI1Type(), [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+        switch (Kind) {
+        case nn::LogicalKind::and_: return a[0] && a[1];
+        case nn::LogicalKind::or_: return a[0] || a[1];
+        case nn::LogicalKind::xor_: return (a[0] != 0) != (a[1] != 0);
+        }
+        return std::nullopt;
+      });
+  if (failed(folded) || *folded)
+    return single(folded);
+  return single(createInferred<nn::LogicalOp>(
+      c, {*lhs, *rhs}, {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(Kind))}));
+}
+
+HandlerResult notOp(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (!typeOf(*x).getElementType().isInteger(1))
+    return c.error() << "expects a bool input, got " << x->getType();
+  FailureOr<Value> folded = foldElementwise(
+      c, {*x}, c.b.getI1Type(),
+      [](ArrayRef<int64_t> a) -> std::optional<int64_t> { return a[0] == 0; });
+  if (failed(folded) || *folded)
+    return single(folded);
+  return SmallVector<Value>{nn::NotOp::create(c.b, c.loc(), *x)};
+}
+
+//===----------------------------------------------------------------------===//
+// Min, Max, Clip, Mod
+//===----------------------------------------------------------------------===//
+
+/// Max/Min of one or more operands (variadic, broadcasting): a chain of
+/// nn.max / nn.min, folded on constant integers.
+template <typename OpTy>
+HandlerResult extremum(NodeContext &c) {
+  bool isMax = std::is_same_v<OpTy, nn::MaxOp>;
+  SmallVector<Value> xs;
+  for (unsigned i = 0; i < c.numInputs(); ++i) {
+    auto v = c.tensorInput(i);
+    if (failed(v))
+      return failure();
+    xs.push_back(*v);
+  }
+  if (xs.empty())
+    return c.error() << "needs at least one input";
+  Value acc = xs[0];
+  for (Value x : ArrayRef<Value>(xs).drop_front()) {
+    FailureOr<Value> folded = foldElementwise(
+        c, {acc, x}, typeOf(acc).getElementType(),
+        isMax ? Fold([](ArrayRef<int64_t> a) -> std::optional<int64_t> { return std::max(a[0], a[1]); })
+              : Fold([](ArrayRef<int64_t> a) -> std::optional<int64_t> { return std::min(a[0], a[1]); }));
+    if (failed(folded))
+      return failure();
+    if (*folded) {
+      acc = *folded;
+      continue;
+    }
+    auto op = createInferred<OpTy>(c, {acc, x});
+    if (failed(op))
+      return failure();
+    acc = op->getResult();
+  }
+  return SmallVector<Value>{acc};
+}
+
+/// A scalar of x's element type, from an optional input (opset >= 11) or a
+/// float attribute (older opsets).
+FailureOr<Value> boundOf(NodeContext &c, Value x, unsigned input, StringRef attr,
+                         bool &present) {
+  present = false;
+  if (c.opset() >= 11) {
+    Value v = c.input(input);
+    if (!v)
+      return Value();
+    auto t = typeOf(v);
+    if (t.getElementType() != typeOf(x).getElementType() || t.getNumElements() != 1)
+      return c.error() << "input #" << input << " must be a scalar of the input's type, got "
+                       << v.getType();
+    present = true;
+    return v;
+  }
+  auto f = c.floatAttr(attr);
+  if (!f)
+    return Value();
+  present = true;
+  return splat(c, RankedTensorType::get({}, typeOf(x).getElementType()), *f);
+}
+
+/// Clip(x, lo, hi) = min(max(x, lo), hi) for the bounds that are present.
+HandlerResult clip(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  bool hasLo, hasHi;
+  auto lo = boundOf(c, *x, 1, "min", hasLo);
+  auto hi = boundOf(c, *x, 2, "max", hasHi);
+  if (failed(lo) || failed(hi))
+    return failure();
+  Value y = *x;
+  if (hasLo) {
+    auto m = createInferred<nn::MaxOp>(c, {y, *lo});
+    if (failed(m))
+      return failure();
+    y = m->getResult();
+  }
+  if (hasHi) {
+    auto m = createInferred<nn::MinOp>(c, {y, *hi});
+    if (failed(m))
+      return failure();
+    y = m->getResult();
+  }
+  return SmallVector<Value>{y};
+}
+
+/// Mod on constant integers (shape arithmetic): fmod = 0 takes the sign of
+/// the divisor (Python's %), fmod = 1 of the dividend (C's %).
+HandlerResult mod(NodeContext &c) {
+  auto a = c.tensorInput(0), b = c.tensorInput(1);
+  if (failed(a) || failed(b))
+    return failure();
+  bool fmod = c.intAttrOr("fmod", 0) != 0;
+  FailureOr<Value> folded = foldElementwise(
+      c, {*a, *b}, typeOf(*a).getElementType(),
+      fmod ? Fold([](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+        if (v[1] == 0 || (v[0] == std::numeric_limits<int64_t>::min() && v[1] == -1))
+          return std::nullopt;
+        return v[0] % v[1];
+      })
+           : Fold([](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+        if (v[1] == 0 || (v[0] == std::numeric_limits<int64_t>::min() && v[1] == -1))
+          return std::nullopt;
+        int64_t r = v[0] % v[1];
+        return (r != 0 && ((r < 0) != (v[1] < 0))) ? r + v[1] : r;
+      }));
+  if (failed(folded) || *folded)
+    return single(folded);
+  return c.error() << "Mod is supported on constant integers only (shape arithmetic); "
+                      "this one has operands computed at run time";
+}
+
+//===----------------------------------------------------------------------===//
+// Generated and broadcast tensors
+//===----------------------------------------------------------------------===//
+
+/// ConstantOfShape(shape): a splat constant; the shape must be known.
+HandlerResult constantOfShape(NodeContext &c) {
+  auto shape = c.constantIntsInput(0, "shape");
+  if (failed(shape))
+    return failure();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return c.error() << "shape entry " << d << " is negative";
+  auto n = checkedNumElements(std::vector<int64_t>(shape->begin(), shape->end()));
+  if (!n)
+    return c.error() << "the shape has too many elements";
+  Type elt = c.b.getF32Type();
+  double value = 0;
+  if (Attribute attr = c.node.getAttrs().get("value")) {
+    auto dense = dyn_cast<DenseElementsAttr>(attr);
+    if (!dense || dense.getNumElements() != 1)
+      return c.error() << "'value' must be a one-element tensor";
+    elt = dense.getElementType();
+    if (isa<FloatType>(elt))
+      value = (*dense.getValues<APFloat>().begin()).convertToDouble();
+    else if (elt.isInteger(1))
+      value = (*dense.getValues<APInt>().begin()).getBoolValue();
+    else
+      value = static_cast<double>((*dense.getValues<APInt>().begin()).getSExtValue());
+  }
+  return SmallVector<Value>{splat(c, RankedTensorType::get(*shape, elt), value)};
+}
+
+/// Range(start, limit, delta) on constant integers: a constant.
+HandlerResult range(NodeContext &c) {
+  auto s = c.tensorInput(0);
+  if (failed(s))
+    return failure();
+  Type elt = typeOf(*s).getElementType();
+  if (!isa<IntegerType>(elt))
+    return c.error() << "only integer ranges are supported (got " << elt
+                     << "); float ranges computed at run time are not";
+  auto a = c.constantIntsInput(0, "start"), l = c.constantIntsInput(1, "limit"),
+       d = c.constantIntsInput(2, "delta");
+  if (failed(a) || failed(l) || failed(d))
+    return failure();
+  if (a->size() != 1 || l->size() != 1 || d->size() != 1)
+    return c.error() << "start, limit and delta must be scalars";
+  int64_t start = (*a)[0], limit = (*l)[0], delta = (*d)[0];
+  if (delta == 0)
+    return c.error() << "delta is 0";
+  SmallVector<int64_t> out;
+  for (int64_t v = start; delta > 0 ? v < limit : v > limit;) {
+    if (out.size() >= (1u << 24))
+      return c.error() << "the range has more than 2^24 elements";
+    out.push_back(v);
+    auto next = checkedAdd(v, delta);
+    if (!next)
+      break;
+    v = *next;
+  }
+  return SmallVector<Value>{intOrBoolConstant(
+      c, RankedTensorType::get({static_cast<int64_t>(out.size())}, elt), out)};
+}
+
+/// Expand(x, shape): x broadcast with `shape` (either may stretch the
+/// other, ONNX semantics), as nn.where with an all-true condition of the
+/// target shape, so that every element type broadcasts and the reverse rule
+/// of where sums the gradient back.
+HandlerResult expand(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto shape = c.constantIntsInput(1, "shape");
+  if (failed(x) || failed(shape))
+    return failure();
+  std::vector<int64_t> in(typeOf(*x).getShape().begin(), typeOf(*x).getShape().end());
+  std::vector<int64_t> target(shape->begin(), shape->end());
+  auto out = broadcastShapes(in, target);
+  if (!out)
+    return c.error() << "the input does not broadcast to the shape";
+  if (*out == in)
+    return SmallVector<Value>{*x};
+  // A constant integer input folds (position ids, masks); others broadcast.
+  if (auto vals = constantValues(*x); vals && typeOf(*x).hasStaticShape()) {
+    auto n = checkedNumElements(*out, 1 << 20);
+    if (n) {
+      Value t = splat(c, RankedTensorType::get(*out, c.b.getI1Type()), 1);
+      FailureOr<Value> folded = foldElementwise(
+          c, {t, *x}, typeOf(*x).getElementType(),
+          [](ArrayRef<int64_t> a) -> std::optional<int64_t> { return a[1]; });
+      if (failed(folded) || *folded)
+        return single(folded);
+    }
+  }
+  Value cond = splat(c, RankedTensorType::get(*out, c.b.getI1Type()), 1);
+  return single(createInferred<nn::WhereOp>(c, {cond, *x, *x}));
+}
+
+/// Tile(x, repeats): nn.concat of copies along each repeated axis.
+HandlerResult tile(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto reps = c.constantIntsInput(1, "repeats");
+  if (failed(x) || failed(reps))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (static_cast<int64_t>(reps->size()) != rank)
+    return c.error() << "repeats has " << reps->size() << " entries for rank " << rank;
+  Value y = *x;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t r = (*reps)[axis];
+    if (r < 0 || r > 4096)
+      return c.error() << "repeat " << r << " of axis " << axis << " is out of range [0, 4096]";
+    if (r == 1)
+      continue;
+    if (r == 0)
+      return c.error() << "repeat 0 (an empty result) is not supported";
+    SmallVector<Value> parts(r, y);
+    auto op = createInferred<nn::ConcatOp>(c, parts,
+                                           {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis))});
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+  }
+  return SmallVector<Value>{y};
+}
+
+/// Trilu(x, k): keeps the lower (upper = 0) or upper triangle of the last two
+/// dims from diagonal k; a constant x folds, else nn.where with a constant
+/// mask (the mask is [M, N] and broadcasts over the batch dims).
+HandlerResult trilu(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (t.getRank() < 2 || !t.hasStaticShape())
+    return c.error() << "expects a static input of rank >= 2, got " << x->getType();
+  int64_t k = 0;
+  if (c.input(1)) {
+    auto kv = c.constantIntsInput(1, "k");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1)
+      return c.error() << "k must be a scalar";
+    k = (*kv)[0];
+  }
+  bool upper = c.intAttrOr("upper", 1) != 0;
+  int64_t m = t.getDimSize(t.getRank() - 2), n = t.getDimSize(t.getRank() - 1);
+  SmallVector<int64_t> keep;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      keep.push_back(upper ? (j - i >= k) : (j - i <= k));
+  Value mask = intOrBoolConstant(c, RankedTensorType::get({m, n}, c.b.getI1Type()), keep);
+  if (auto vals = constantValues(*x)) {
+    FailureOr<Value> folded = foldElementwise(
+        c, {mask, *x}, t.getElementType(),
+        [](ArrayRef<int64_t> a) -> std::optional<int64_t> { return a[0] ? a[1] : 0; });
+    if (failed(folded) || *folded)
+      return single(folded);
+  }
+  Value zero = splat(c, RankedTensorType::get({}, t.getElementType()), 0);
+  return single(createInferred<nn::WhereOp>(c, {mask, *x, zero}));
+}
+
+/// CumSum on a constant integer tensor (position ids from a constant mask);
+/// a cumulative sum computed at run time is not supported yet.
+HandlerResult cumSum(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto axisV = c.constantIntsInput(1, "axis");
+  if (failed(x) || failed(axisV))
+    return failure();
+  auto t = typeOf(*x);
+  auto vals = constantValues(*x);
+  if (!vals || !t.hasStaticShape() || !isa<IntegerType>(t.getElementType()))
+    return c.error() << "CumSum is supported on constant integer tensors only; this one "
+                        "is computed at run time (" << x->getType() << ")";
+  if (axisV->size() != 1)
+    return c.error() << "axis must be a scalar";
+  int64_t axis = (*axisV)[0];
+  if (!normalizeAxis(axis, t.getRank()))
+    return c.error() << "axis " << axis << " is out of range for rank " << t.getRank();
+  bool exclusive = c.intAttrOr("exclusive", 0) != 0, reverse = c.intAttrOr("reverse", 0) != 0;
+  int64_t len = t.getDimSize(axis), inner = 1;
+  for (int64_t d = axis + 1; d < t.getRank(); ++d)
+    inner *= t.getDimSize(d);
+  int64_t outer = len == 0 ? 0 : static_cast<int64_t>(vals->size()) / (len * inner);
+  SmallVector<int64_t> out(vals->size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t acc = 0;
+      for (int64_t s = 0; s < len; ++s) {
+        int64_t pos = reverse ? len - 1 - s : s;
+        int64_t at = (o * len + pos) * inner + i;
+        if (exclusive)
+          out[at] = acc;
+        auto next = checkedAdd(acc, (*vals)[at]);
+        if (!next)
+          return c.error() << "the cumulative sum overflows";
+        acc = *next;
+        if (!exclusive)
+          out[at] = acc;
+      }
+    }
+  return SmallVector<Value>{intOrBoolConstant(c, t, out)};
+}
+
+//===----------------------------------------------------------------------===//
+// Activations built from the elementwise ops
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> floatInput(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(typeOf(*x).getElementType()))
+    return c.error() << "expects a floating-point input, got " << x->getType();
+  return *x;
+}
+
+Value scalarLike(NodeContext &c, Value x, double v) {
+  return splat(c, RankedTensorType::get({}, typeOf(x).getElementType()), v);
+}
+
+/// max(0, min(1, alpha x + beta)).
+FailureOr<Value> hardSigmoidOf(NodeContext &c, Value x, double alpha, double beta) {
+  auto ax = createInferred<nn::MulOp>(c, {x, scalarLike(c, x, alpha)});
+  if (failed(ax))
+    return failure();
+  auto lin = createInferred<nn::AddOp>(c, {ax->getResult(), scalarLike(c, x, beta)});
+  if (failed(lin))
+    return failure();
+  auto hi = createInferred<nn::MinOp>(c, {lin->getResult(), scalarLike(c, x, 1.0)});
+  if (failed(hi))
+    return failure();
+  auto lo = createInferred<nn::MaxOp>(c, {hi->getResult(), scalarLike(c, x, 0.0)});
+  if (failed(lo))
+    return failure();
+  return lo->getResult();
+}
+
+HandlerResult hardSigmoid(NodeContext &c) {
+  auto x = floatInput(c);
+  if (failed(x))
+    return failure();
+  return single(hardSigmoidOf(c, *x, c.floatAttrOr("alpha", 0.2), c.floatAttrOr("beta", 0.5)));
+}
+
+/// HardSwish(x) = x * HardSigmoid(x; 1/6, 1/2).
+HandlerResult hardSwish(NodeContext &c) {
+  auto x = floatInput(c);
+  if (failed(x))
+    return failure();
+  auto hs = hardSigmoidOf(c, *x, 1.0 / 6.0, 0.5);
+  if (failed(hs))
+    return failure();
+  return single(createInferred<nn::MulOp>(c, {*x, *hs}));
+}
+
+template <typename OpTy>
+HandlerResult floatUnary(NodeContext &c) {
+  auto x = floatInput(c);
+  if (failed(x))
+    return failure();
+  return SmallVector<Value>{OpTy::create(c.b, c.loc(), *x)};
+}
+
+/// Abs on integers folds on constants (shape arithmetic); on floats nn.abs.
+HandlerResult abs(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (isa<FloatType>(typeOf(*x).getElementType()))
+    return SmallVector<Value>{nn::AbsOp::create(c.b, c.loc(), *x)};
+  FailureOr<Value> folded = foldElementwise(
+      c, {*x}, typeOf(*x).getElementType(), [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+        if (a[0] == std::numeric_limits<int64_t>::min())
+          return std::nullopt;
+        return a[0] < 0 ? -a[0] : a[0];
+      });
+  if (failed(folded) || *folded)
+    return single(folded);
+  return c.error() << "Abs of integers is supported on constants only";
+}
+
+const Handler kHandlers[] = {
+    {"Equal", 13, 21, compare<nn::ComparePredicate::eq>},
+    {"Less", 13, 21, compare<nn::ComparePredicate::lt>},
+    {"LessOrEqual", 16, 21, compare<nn::ComparePredicate::le>},
+    {"Greater", 13, 21, compare<nn::ComparePredicate::gt>},
+    {"GreaterOrEqual", 16, 21, compare<nn::ComparePredicate::ge>},
+    {"IsNaN", 13, 21, isNaN},
+    {"IsInf", 13, 21, isInf},
+    {"And", 13, 21, logical<nn::LogicalKind::and_>},
+    {"Or", 13, 21, logical<nn::LogicalKind::or_>},
+    {"Xor", 13, 21, logical<nn::LogicalKind::xor_>},
+    {"Not", 13, 21, notOp},
+    {"Max", 13, 21, extremum<nn::MaxOp>},
+    {"Min", 13, 21, extremum<nn::MinOp>},
+    {"Clip", 13, 21, clip},
+    {"Mod", 13, 21, mod},
+    {"ConstantOfShape", 13, 21, constantOfShape},
+    {"Range", 13, 21, range},
+    {"Expand", 13, 21, expand},
+    {"Tile", 13, 21, tile},
+    {"Trilu", 14, 21, trilu},
+    {"CumSum", 13, 21, cumSum},
+    {"HardSigmoid", 13, 21, hardSigmoid},
+    {"HardSwish", 14, 21, hardSwish},
+    {"Abs", 13, 21, abs},
+    {"Log", 13, 21, floatUnary<nn::LogOp>},
+    {"Sin", 13, 21, floatUnary<nn::SinOp>},
+    {"Cos", 13, 21, floatUnary<nn::CosOp>},
+    {"Floor", 13, 21, floatUnary<nn::FloorOp>},
+    {"Ceil", 13, 21, floatUnary<nn::CeilOp>},
+};
+
+} // namespace
+
+ArrayRef<Handler> rewire::onnx_import::logicHandlers() { return kHandlers; }
