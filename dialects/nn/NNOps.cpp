@@ -52,6 +52,18 @@ static LogicalResult verifyNormParam(Operation *op, StringRef name, Value x,
   return success();
 }
 
+LogicalResult CumSumOp::verify() {
+  auto type = cast<RankedTensorType>(getX().getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= type.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << type.getRank() << " (normalized, in [0, rank))";
+  Type elt = type.getElementType();
+  if (!isa<FloatType>(elt) && !(elt.isSignlessInteger() && !elt.isInteger(1)))
+    return emitOpError() << "expects a float or integer tensor, got " << type;
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getX().getType().getRank();
   if (!normalizeAxis(static_cast<int64_t>(getAxis()), rank))

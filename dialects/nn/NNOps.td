@@ -67,6 +67,25 @@ def NN_PowOp : NN_BinaryOp<"pow", "power (`lhs ^ rhs`)">;
 def NN_MaxOp : NN_BinaryOp<"max", "maximum (NaN if either operand is NaN; ONNX Max)">;
 def NN_MinOp : NN_BinaryOp<"min", "minimum (NaN if either operand is NaN; ONNX Min)">;
 
+def NN_CumSumOp : NN_Op<"cumsum", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "cumulative sum along an axis (ONNX CumSum)";
+  let description = [{
+    `y[..., i, ...] = sum of x[..., j, ...]` for `j <= i` (`j < i` with
+    `exclusive`; `j >= i` / `j > i` with `reverse`), along `axis`, for float
+    and integer tensors (integers wrap, as ONNX Runtime's do). RoBERTa's
+    position ids are the cumulative sum of the attention mask.
+
+    Example:
+    ```mlir
+    %p = nn.cumsum %mask {axis = 1 : i64} : tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, I64Attr:$axis, UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+
 def NN_CompareOp : NN_InferOp<"compare"> {
   let summary = "elementwise comparison with broadcasting, to i1";
   let description = [{

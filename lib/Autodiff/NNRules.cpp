@@ -439,6 +439,13 @@ RULE(CosRule, nn::CosOp)
   out.push_back(neg(b, mul(b, g[0], nn::SinOp::create(b, op.getX()))));
 END_RULE
 
+RULE(CumSumRule, nn::CumSumOp)
+  // The adjoint of a prefix sum is the suffix sum of g (and vice versa).
+  out.push_back(nn::CumSumOp::create(b, g[0].getType(), g[0], op.getAxisAttr(),
+                                     op.getExclusiveAttr(),
+                                     op.getReverse() ? UnitAttr() : b.getUnitAttr()));
+END_RULE
+
 /// Piecewise-constant or boolean results: no gradient reaches the operands.
 template <typename OpTy>
 struct NoGradientRule : Rule<NoGradientRule<OpTy>, OpTy> {
@@ -493,6 +500,7 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::CrossEntropyOp::attachInterface<CrossEntropyRule>(*ctx);
     nn::StopGradientOp::attachInterface<StopGradientRule>(*ctx);
     nn::MaxOp::attachInterface<MaxRule>(*ctx);
+    nn::CumSumOp::attachInterface<CumSumRule>(*ctx);
     nn::MinOp::attachInterface<MinRule>(*ctx);
     nn::AbsOp::attachInterface<AbsRule>(*ctx);
     nn::LogOp::attachInterface<LogRule>(*ctx);

@@ -414,6 +414,16 @@ LogicalResult Exporter::exportOp(Operation *op) {
       .Case([&](nn::MaxOp) { simple("Max"); return success(); })
       .Case([&](nn::MinOp) { simple("Min"); return success(); })
       .Case([&](nn::NotOp) { simple("Not"); return success(); })
+      .Case([&](nn::CumSumOp cs) {
+        onnx::NodeProto *n = b.node(
+            "CumSum", {in(0), b.constI64({static_cast<int64_t>(cs.getAxis())}, /*scalar=*/true)},
+            {out()});
+        if (cs.getExclusive())
+          GraphBuilder::attr(n, "exclusive", int64_t(1));
+        if (cs.getReverse())
+          GraphBuilder::attr(n, "reverse", int64_t(1));
+        return success();
+      })
       .Case([&](nn::LogicalOp l) {
         switch (l.getKind()) {
         case nn::LogicalKind::and_: simple("And"); break;

@@ -1,6 +1,7 @@
 //===- HandlersConv.cpp - Legalization of ONNX convolutional ops ----------===//
 //
-// Handlers for Conv, MaxPool and GlobalAveragePool (NCHW). auto_pad SAME_*
+// Handlers for Conv (1-D through 2-D), MaxPool, AveragePool (a depthwise
+// conv) and GlobalAveragePool (NCHW). auto_pad SAME_*
 // is resolved into explicit pads here, so nn ops only know explicit padding.
 //
 //===----------------------------------------------------------------------===//
@@ -48,6 +49,35 @@ FailureOr<SmallVector<int64_t>> resolvePads(NodeContext &c,
   return begin;
 }
 
+FailureOr<Value> unsqueeze2(NodeContext &c, Value v) {
+  auto op = createInferred<nn::UnsqueezeOp>(
+      c, {v}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({2}))});
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// A 1-D convolution (Whisper's audio stem) as a 2-D one over [N, C, 1, L]
+/// with a [O, C/g, 1, K] kernel, squeezed back.
+HandlerResult conv1d(NodeContext &c, SmallVector<Value> operands, int64_t stride,
+                     int64_t padBegin, int64_t padEnd, int64_t dilation) {
+  auto x = unsqueeze2(c, operands[0]), w = unsqueeze2(c, operands[1]);
+  if (failed(x) || failed(w))
+    return failure();
+  operands[0] = *x;
+  operands[1] = *w;
+  auto conv = createInferred<nn::ConvOp>(
+      c, operands,
+      {c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr({1, stride})),
+       c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr({0, padBegin, 0, padEnd})),
+       c.b.getNamedAttr("dilations", c.b.getDenseI64ArrayAttr({1, dilation})),
+       c.b.getNamedAttr("group", c.b.getI64IntegerAttr(c.intAttrOr("group", 1)))});
+  if (failed(conv))
+    return failure();
+  return single(createInferred<nn::SqueezeOp>(
+      c, {conv->getResult()}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({2}))}));
+}
+
 HandlerResult conv(NodeContext &c) {
   auto x = c.tensorInput(0), w = c.tensorInput(1);
   if (failed(x) || failed(w))
@@ -72,6 +102,8 @@ HandlerResult conv(NodeContext &c) {
   SmallVector<Value> operands = {*x, *w};
   if (Value bias = c.input(2))
     operands.push_back(bias);
+  if (k == 1)
+    return conv1d(c, operands, strides[0], (*pads)[0], (*pads)[1], dilations[0]);
   return single(createInferred<nn::ConvOp>(
       c, operands,
       {c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(strides)),
@@ -115,6 +147,71 @@ HandlerResult maxPool(NodeContext &c) {
        c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads))}));
 }
 
+/// AveragePool (2-D) as a depthwise nn.conv with a constant 1/(kh kw)
+/// kernel; with count_include_pad = 0 and pads, divided by the constant
+/// count of real (unpadded) elements under each window.
+HandlerResult averagePool(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto kernel = c.intsAttr("kernel_shape");
+  if (!kernel)
+    return c.error() << "the 'kernel_shape' attribute is required";
+  if (xt.getRank() != 4 || kernel->size() != 2 || !xt.hasStaticShape())
+    return c.error() << "only static 2-D pooling (NCHW input) is supported, got " << xt;
+  if (!isa<FloatType>(xt.getElementType()))
+    return c.error() << "expects a floating-point input";
+  if (c.intAttrOr("ceil_mode", 0) != 0)
+    return c.error() << "ceil_mode = 1 is not supported";
+  auto dilations = c.intsAttr("dilations").value_or(SmallVector<int64_t>(2, 1));
+  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    return c.error() << "dilated pooling is not supported";
+  auto strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(2, 1));
+  if (strides.size() != 2)
+    return c.error() << "strides need 2 entries";
+  auto pads = resolvePads(c, xt.getShape(), *kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  int64_t kh = (*kernel)[0], kw = (*kernel)[1], ch = xt.getDimSize(1);
+  if (kh < 1 || kw < 1 || kh * kw > 65536 || ch > 65536)
+    return c.error() << "kernel " << kh << "x" << kw << " is out of range";
+  auto ft = cast<FloatType>(xt.getElementType());
+  auto wType = RankedTensorType::get({ch, 1, kh, kw}, ft);
+  Value weight = nn::ConstantOp::create(
+      c.b, c.loc(), wType,
+      DenseElementsAttr::get(wType, FloatAttr::get(ft, 1.0 / double(kh * kw))));
+  auto conv = createInferred<nn::ConvOp>(
+      c, {*x, weight},
+      {c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(strides)),
+       c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads)),
+       c.b.getNamedAttr("dilations", c.b.getDenseI64ArrayAttr(dilations)),
+       c.b.getNamedAttr("group", c.b.getI64IntegerAttr(ch))});
+  if (failed(conv))
+    return failure();
+  bool padded = llvm::any_of(*pads, [](int64_t p) { return p != 0; });
+  if (!padded || c.intAttrOr("count_include_pad", 0) != 0)
+    return single(conv);
+  auto out = cast<RankedTensorType>(conv->getType());
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  int64_t h = xt.getDimSize(2), w = xt.getDimSize(3);
+  SmallVector<APFloat> scale;
+  for (int64_t i = 0; i < oh; ++i)
+    for (int64_t j = 0; j < ow; ++j) {
+      int64_t r0 = i * strides[0] - (*pads)[0], c0 = j * strides[1] - (*pads)[1];
+      int64_t rows = std::min(r0 + kh, h) - std::max<int64_t>(r0, 0);
+      int64_t cols = std::min(c0 + kw, w) - std::max<int64_t>(c0, 0);
+      double n = double(std::max<int64_t>(rows, 0) * std::max<int64_t>(cols, 0));
+      APFloat v(n > 0 ? double(kh * kw) / n : 0.0);
+      bool lost;
+      v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      scale.push_back(v);
+    }
+  auto sType = RankedTensorType::get({1, 1, oh, ow}, ft);
+  Value s = nn::ConstantOp::create(c.b, c.loc(), sType, DenseElementsAttr::get(sType, scale));
+  return single(createInferred<nn::MulOp>(c, {conv->getResult(), s}));
+}
+
 HandlerResult globalAveragePool(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -123,9 +220,10 @@ HandlerResult globalAveragePool(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Conv", 13, 21, conv},
-    {"MaxPool", 13, 21, maxPool},
-    {"GlobalAveragePool", 13, 21, globalAveragePool},
+    {"Conv", 11, 21, conv},
+    {"MaxPool", 11, 21, maxPool},
+    {"GlobalAveragePool", 11, 21, globalAveragePool},
+    {"AveragePool", 11, 21, averagePool},
 };
 
 } // namespace

@@ -1,9 +1,8 @@
 //===- HandlersLogic.cpp - Comparisons, logic and generated tensors ------===//
 //
 // Handlers for the comparisons (Equal, Less, ..., IsNaN, IsInf), boolean
-// logic (And, Or, Xor, Not), Min/Max/Clip/Mod and the ops that generate or
-// broadcast tensors (ConstantOfShape, Range, Expand, Tile, Trilu, CumSum on
-// constants). Masks built from shapes alone (causal masks, position ids) are
+// logic (And, Or, Xor, Not), Where, Min/Max/Clip/Mod and the ops that generate or
+// broadcast tensors (ConstantOfShape, Range, Expand, Tile, Trilu) and CumSum. Masks built from shapes alone (causal masks, position ids) are
 // folded here into constants; the rest become nn.compare / nn.logical /
 // nn.where / nn.max / nn.min, or the decompositions named at each handler,
 // so no op here needs a lowering of its own.
@@ -222,6 +221,24 @@ HandlerResult notOp(NodeContext &c) {
   if (failed(folded) || *folded)
     return single(folded);
   return SmallVector<Value>{nn::NotOp::create(c.b, c.loc(), *x)};
+}
+
+/// Where(cond, x, y): folded when all three are integer/bool constants (the
+/// `-1 -> 1` substitutions of exported Expand shapes), else nn.where.
+HandlerResult where(NodeContext &c) {
+  auto cond = c.tensorInput(0), x = c.tensorInput(1), y = c.tensorInput(2);
+  if (failed(cond) || failed(x) || failed(y))
+    return failure();
+  if (!typeOf(*cond).getElementType().isInteger(1))
+    return c.error() << "the condition must be a bool tensor";
+  if (typeOf(*x).getElementType() == typeOf(*y).getElementType()) {
+    FailureOr<Value> folded = foldElementwise(
+        c, {*cond, *x, *y}, typeOf(*x).getElementType(),
+        [](ArrayRef<int64_t> a) -> std::optional<int64_t> { return a[0] ? a[1] : a[2]; });
+    if (failed(folded) || *folded)
+      return single(folded);
+  }
+  return single(createInferred<nn::WhereOp>(c, {*cond, *x, *y}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -498,24 +515,28 @@ HandlerResult trilu(NodeContext &c) {
   return single(createInferred<nn::WhereOp>(c, {mask, *x, zero}));
 }
 
-/// CumSum on a constant integer tensor (position ids from a constant mask);
-/// a cumulative sum computed at run time is not supported yet.
+/// CumSum: folded on a constant integer tensor (position ids of a constant
+/// mask), else nn.cumsum.
 HandlerResult cumSum(NodeContext &c) {
   auto x = c.tensorInput(0);
   auto axisV = c.constantIntsInput(1, "axis");
   if (failed(x) || failed(axisV))
     return failure();
   auto t = typeOf(*x);
-  auto vals = constantValues(*x);
-  if (!vals || !t.hasStaticShape() || !isa<IntegerType>(t.getElementType()))
-    return c.error() << "CumSum is supported on constant integer tensors only; this one "
-                        "is computed at run time (" << x->getType() << ")";
   if (axisV->size() != 1)
     return c.error() << "axis must be a scalar";
   int64_t axis = (*axisV)[0];
   if (!normalizeAxis(axis, t.getRank()))
     return c.error() << "axis " << axis << " is out of range for rank " << t.getRank();
+  Type elt = t.getElementType();
+  if (!isa<FloatType>(elt) && !(elt.isSignlessInteger() && !elt.isInteger(1)))
+    return c.error() << "expects a float or integer input, got " << t;
   bool exclusive = c.intAttrOr("exclusive", 0) != 0, reverse = c.intAttrOr("reverse", 0) != 0;
+  auto vals = constantValues(*x);
+  if (!vals || !t.hasStaticShape() || !isa<IntegerType>(elt))
+    return SmallVector<Value>{nn::CumSumOp::create(
+        c.b, c.loc(), t, *x, c.b.getI64IntegerAttr(axis),
+        exclusive ? c.b.getUnitAttr() : UnitAttr(), reverse ? c.b.getUnitAttr() : UnitAttr())};
   int64_t len = t.getDimSize(axis), inner = 1;
   for (int64_t d = axis + 1; d < t.getRank(); ++d)
     inner *= t.getDimSize(d);
@@ -619,35 +640,36 @@ HandlerResult abs(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Equal", 13, 21, compare<nn::ComparePredicate::eq>},
-    {"Less", 13, 21, compare<nn::ComparePredicate::lt>},
-    {"LessOrEqual", 16, 21, compare<nn::ComparePredicate::le>},
-    {"Greater", 13, 21, compare<nn::ComparePredicate::gt>},
-    {"GreaterOrEqual", 16, 21, compare<nn::ComparePredicate::ge>},
-    {"IsNaN", 13, 21, isNaN},
-    {"IsInf", 13, 21, isInf},
-    {"And", 13, 21, logical<nn::LogicalKind::and_>},
-    {"Or", 13, 21, logical<nn::LogicalKind::or_>},
-    {"Xor", 13, 21, logical<nn::LogicalKind::xor_>},
-    {"Not", 13, 21, notOp},
-    {"Max", 13, 21, extremum<nn::MaxOp>},
-    {"Min", 13, 21, extremum<nn::MinOp>},
-    {"Clip", 13, 21, clip},
-    {"Mod", 13, 21, mod},
-    {"ConstantOfShape", 13, 21, constantOfShape},
-    {"Range", 13, 21, range},
-    {"Expand", 13, 21, expand},
-    {"Tile", 13, 21, tile},
+    {"Equal", 11, 21, compare<nn::ComparePredicate::eq>},
+    {"Less", 11, 21, compare<nn::ComparePredicate::lt>},
+    {"LessOrEqual", 12, 21, compare<nn::ComparePredicate::le>},
+    {"Greater", 11, 21, compare<nn::ComparePredicate::gt>},
+    {"GreaterOrEqual", 12, 21, compare<nn::ComparePredicate::ge>},
+    {"IsNaN", 11, 21, isNaN},
+    {"IsInf", 11, 21, isInf},
+    {"And", 11, 21, logical<nn::LogicalKind::and_>},
+    {"Or", 11, 21, logical<nn::LogicalKind::or_>},
+    {"Xor", 11, 21, logical<nn::LogicalKind::xor_>},
+    {"Not", 11, 21, notOp},
+    {"Where", 11, 21, where},
+    {"Max", 11, 21, extremum<nn::MaxOp>},
+    {"Min", 11, 21, extremum<nn::MinOp>},
+    {"Clip", 11, 21, clip},
+    {"Mod", 11, 21, mod},
+    {"ConstantOfShape", 11, 21, constantOfShape},
+    {"Range", 11, 21, range},
+    {"Expand", 11, 21, expand},
+    {"Tile", 11, 21, tile},
     {"Trilu", 14, 21, trilu},
-    {"CumSum", 13, 21, cumSum},
-    {"HardSigmoid", 13, 21, hardSigmoid},
+    {"CumSum", 11, 21, cumSum},
+    {"HardSigmoid", 11, 21, hardSigmoid},
     {"HardSwish", 14, 21, hardSwish},
-    {"Abs", 13, 21, abs},
-    {"Log", 13, 21, floatUnary<nn::LogOp>},
-    {"Sin", 13, 21, floatUnary<nn::SinOp>},
-    {"Cos", 13, 21, floatUnary<nn::CosOp>},
-    {"Floor", 13, 21, floatUnary<nn::FloorOp>},
-    {"Ceil", 13, 21, floatUnary<nn::CeilOp>},
+    {"Abs", 11, 21, abs},
+    {"Log", 11, 21, floatUnary<nn::LogOp>},
+    {"Sin", 11, 21, floatUnary<nn::SinOp>},
+    {"Cos", 11, 21, floatUnary<nn::CosOp>},
+    {"Floor", 11, 21, floatUnary<nn::FloorOp>},
+    {"Ceil", 11, 21, floatUnary<nn::CeilOp>},
 };
 
 } // namespace

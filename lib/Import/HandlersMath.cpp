@@ -189,13 +189,27 @@ HandlerResult softmax(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
-  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
-  int64_t axis = c.intAttrOr("axis", -1);
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  bool coerced = c.opset() < 13;
+  int64_t axis = c.intAttrOr("axis", coerced ? 1 : -1);
   if (!normalizeAxis(axis, rank))
     return c.error() << "axis " << axis << " is out of range for rank "
                      << rank;
-  return SmallVector<Value>{
-      nn::SoftmaxOp::create(c.b, c.loc(), *x, c.b.getI64IntegerAttr(axis))};
+  if (!coerced || axis == rank - 1)
+    return SmallVector<Value>{
+        nn::SoftmaxOp::create(c.b, c.loc(), *x, c.b.getI64IntegerAttr(axis))};
+  // Opsets 11 and 12: the input is coerced to 2-D at `axis`, and the
+  // softmax runs over all of dims [axis, rank) together.
+  if (!type.hasStaticShape())
+    return c.error() << "softmax over several trailing dims needs static shapes";
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axis ? outer : inner) *= type.getDimSize(d);
+  auto flat = RankedTensorType::get({outer, inner}, type.getElementType());
+  Value r = nn::ReshapeOp::create(c.b, c.loc(), flat, *x);
+  Value s = nn::SoftmaxOp::create(c.b, c.loc(), r, c.b.getI64IntegerAttr(1));
+  return SmallVector<Value>{nn::ReshapeOp::create(c.b, c.loc(), type, s)};
 }
 
 HandlerResult layerNorm(NodeContext &c) {
@@ -271,29 +285,29 @@ HandlerResult reduce(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Add", 13, 21, binary<nn::AddOp>},
-    {"Sub", 13, 21, binary<nn::SubOp>},
-    {"Mul", 13, 21, binary<nn::MulOp>},
-    {"Div", 13, 21, binary<nn::DivOp>},
-    {"Pow", 13, 21, binary<nn::PowOp>},
-    {"Relu", 13, 21, unary<nn::ReluOp>},
-    {"Sigmoid", 13, 21, unary<nn::SigmoidOp>},
-    {"Tanh", 13, 21, unary<nn::TanhOp>},
-    {"Erf", 13, 21, unary<nn::ErfOp>},
-    {"Exp", 13, 21, unary<nn::ExpOp>},
-    {"Sqrt", 13, 21, unary<nn::SqrtOp>},
-    {"Neg", 13, 21, unary<nn::NegOp>},
-    {"Reciprocal", 13, 21, reciprocal},
+    {"Add", 11, 21, binary<nn::AddOp>},
+    {"Sub", 11, 21, binary<nn::SubOp>},
+    {"Mul", 11, 21, binary<nn::MulOp>},
+    {"Div", 11, 21, binary<nn::DivOp>},
+    {"Pow", 11, 21, binary<nn::PowOp>},
+    {"Relu", 11, 21, unary<nn::ReluOp>},
+    {"Sigmoid", 11, 21, unary<nn::SigmoidOp>},
+    {"Tanh", 11, 21, unary<nn::TanhOp>},
+    {"Erf", 11, 21, unary<nn::ErfOp>},
+    {"Exp", 11, 21, unary<nn::ExpOp>},
+    {"Sqrt", 11, 21, unary<nn::SqrtOp>},
+    {"Neg", 11, 21, unary<nn::NegOp>},
+    {"Reciprocal", 11, 21, reciprocal},
     {"Gelu", 20, 21, gelu},
-    {"Identity", 13, 21, identity},
-    {"Dropout", 13, 21, dropout},
-    {"MatMul", 13, 21, matmul},
-    {"Gemm", 13, 21, gemm},
-    {"Softmax", 13, 21, softmax},
+    {"Identity", 11, 21, identity},
+    {"Dropout", 11, 21, dropout},
+    {"MatMul", 11, 21, matmul},
+    {"Gemm", 11, 21, gemm},
+    {"Softmax", 11, 21, softmax},
     {"LayerNormalization", 17, 21, layerNorm},
-    {"BatchNormalization", 13, 21, batchNorm},
-    {"ReduceMean", 13, 21, reduce<nn::ReduceMeanOp>},
-    {"ReduceSum", 13, 21, reduce<nn::ReduceSumOp>},
+    {"BatchNormalization", 11, 21, batchNorm},
+    {"ReduceMean", 11, 21, reduce<nn::ReduceMeanOp>},
+    {"ReduceSum", 11, 21, reduce<nn::ReduceSumOp>},
 };
 
 } // namespace

@@ -1,7 +1,7 @@
 //===- HandlersShape.cpp - Legalization of ONNX shape ops -----------------===//
 //
 // Handlers for Reshape, Flatten, Transpose, Concat, Split, Slice, Gather,
-// Unsqueeze, Squeeze, Shape, Cast and Where. Constant operands of shape
+// Unsqueeze, Squeeze, Shape and Cast. Constant operands of shape
 // computations (ONNX passes shapes, axes and indices as tensors) become
 // attributes; operations on constant integer tensors are folded so that the
 // shape chains exporters emit disappear at import.
@@ -121,7 +121,34 @@ HandlerResult transpose(NodeContext &c) {
   SmallVector<NamedAttribute> attrs;
   if (auto perm = c.intsAttr("perm"))
     attrs.push_back(c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(*perm)));
-  return single(createInferred<nn::TransposeOp>(c, {*x}, attrs));
+  auto op = createInferred<nn::TransposeOp>(c, {*x}, attrs);
+  if (failed(op))
+    return failure();
+  // Transposes of integer constants (shape computations) fold.
+  auto ints = c.constantInts(*x);
+  auto in = tensorType(*x), out = op->getType();
+  if (!ints || !in.hasStaticShape() || !out.hasStaticShape())
+    return SmallVector<Value>{*op};
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> perm;
+  if (auto p = (*op).getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  SmallVector<int64_t> inStrides(rank, 1), folded;
+  for (int64_t d = rank - 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * in.getDimSize(d + 1);
+  for (int64_t flat = 0; flat < out.getNumElements(); ++flat) {
+    int64_t rem = flat, off = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      off += (rem % out.getDimSize(d)) * inStrides[perm[d]];
+      rem /= out.getDimSize(d);
+    }
+    folded.push_back((*ints)[off]);
+  }
+  op->erase();
+  return single(intConstant(c, out, folded));
 }
 
 HandlerResult concat(NodeContext &c) {
@@ -226,27 +253,50 @@ HandlerResult slice(NodeContext &c) {
   auto op = createInferred<nn::SliceOp>(c, {*x}, attrs);
   if (failed(op))
     return failure();
-  // Slices of 1-D integer constants (shape vectors) fold.
-  if (auto ints = c.constantInts(*x); ints && tensorType(*x).getRank() == 1 &&
-                                      op->getType().hasStaticShape()) {
-    int64_t n = ints->size();
-    int64_t step = (*op).getSteps() ? (*(*op).getSteps())[0] : 1;
-    int64_t start = (*starts)[0];
+  // Slices of integer constants (shape computations) fold.
+  auto in = tensorType(*x);
+  auto outType = op->getType();
+  auto ints = c.constantInts(*x);
+  if (!ints || !in.hasStaticShape() || !outType.hasStaticShape())
+    return SmallVector<Value>{*op};
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> first(rank, 0), step(rank, 1);
+  SmallVector<int64_t> axes;
+  if (auto a = (*op).getAxes())
+    axes.assign(a->begin(), a->end());
+  else
+    for (int64_t d = 0; d < static_cast<int64_t>(starts->size()); ++d)
+      axes.push_back(d);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return c.error() << "slice axis out of range";
+    int64_t n = in.getDimSize(axis);
+    int64_t st = (*op).getSteps() ? (*(*op).getSteps())[i] : 1;
+    int64_t start = (*starts)[i];
     if (start < 0)
       start += n;
-    start = std::max<int64_t>(0, std::min(start, step > 0 ? n : n - 1));
-    SmallVector<int64_t> out;
-    for (int64_t i = 0, v = start; i < op->getType().getDimSize(0);
-         ++i, v += step) {
-      if (v < 0 || v >= n)
-        return c.error() << "slice index " << v << " is out of range";
-      out.push_back((*ints)[v]);
-    }
-    auto type = op->getType();
-    op->erase();
-    return single(intConstant(c, type, out));
+    start = std::max<int64_t>(0, std::min(start, st > 0 ? n : n - 1));
+    first[axis] = start;
+    step[axis] = st;
   }
-  return SmallVector<Value>{*op};
+  SmallVector<int64_t> inStrides(rank, 1), out;
+  for (int64_t d = rank - 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * in.getDimSize(d + 1);
+  for (int64_t flat = 0; flat < outType.getNumElements(); ++flat) {
+    int64_t rem = flat, off = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      int64_t v = first[d] + (rem % outType.getDimSize(d)) * step[d];
+      rem /= outType.getDimSize(d);
+      if (v < 0 || v >= in.getDimSize(d))
+        return c.error() << "slice index " << v << " is out of range";
+      off += v * inStrides[d];
+    }
+    out.push_back((*ints)[off]);
+  }
+  op->erase();
+  return single(intConstant(c, outType, out));
 }
 
 HandlerResult gather(NodeContext &c) {
@@ -275,8 +325,13 @@ HandlerResult gather(NodeContext &c) {
 }
 
 FailureOr<SmallVector<int64_t>> axesOf(NodeContext &c, bool required) {
-  if (c.input(1))
+  // Opsets 11 and 12 carry the axes as an attribute, 13 on as input #1.
+  if (c.opset() < 13) {
+    if (auto a = c.intsAttr("axes"))
+      return *a;
+  } else if (c.input(1)) {
     return c.constantIntsInput(1, "axes");
+  }
   if (required)
     return c.error() << "input #1 (axes) is missing";
   return SmallVector<int64_t>();
@@ -342,28 +397,18 @@ HandlerResult castOp(NodeContext &c) {
   return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
 }
 
-HandlerResult where(NodeContext &c) {
-  auto cond = c.tensorInput(0), x = c.tensorInput(1), y = c.tensorInput(2);
-  if (failed(cond) || failed(x) || failed(y))
-    return failure();
-  if (!tensorType(*cond).getElementType().isInteger(1))
-    return c.error() << "the condition must be a bool tensor";
-  return single(createInferred<nn::WhereOp>(c, {*cond, *x, *y}));
-}
-
 const Handler kHandlers[] = {
-    {"Reshape", 13, 21, reshape},
-    {"Flatten", 13, 21, flatten},
-    {"Transpose", 13, 21, transpose},
-    {"Concat", 13, 21, concat},
-    {"Split", 13, 21, split},
-    {"Slice", 13, 21, slice},
-    {"Gather", 13, 21, gather},
-    {"Unsqueeze", 13, 21, reshapeAxes<nn::UnsqueezeOp>},
-    {"Squeeze", 13, 21, reshapeAxes<nn::SqueezeOp>},
-    {"Shape", 13, 21, shape},
-    {"Cast", 13, 21, castOp},
-    {"Where", 13, 21, where},
+    {"Reshape", 11, 21, reshape},
+    {"Flatten", 11, 21, flatten},
+    {"Transpose", 11, 21, transpose},
+    {"Concat", 11, 21, concat},
+    {"Split", 11, 21, split},
+    {"Slice", 11, 21, slice},
+    {"Gather", 11, 21, gather},
+    {"Unsqueeze", 11, 21, reshapeAxes<nn::UnsqueezeOp>},
+    {"Squeeze", 11, 21, reshapeAxes<nn::SqueezeOp>},
+    {"Shape", 11, 21, shape},
+    {"Cast", 11, 21, castOp},
 };
 
 } // namespace

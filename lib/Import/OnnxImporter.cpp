@@ -132,7 +132,8 @@ Value rewire::onnx_import::makeI64Constant(OpBuilder &b, Location loc,
 
 static ArrayRef<ArrayRef<Handler>> allTables() {
   static const ArrayRef<Handler> tables[] = {mathHandlers(), shapeHandlers(),
-                                             convHandlers(), logicHandlers()};
+                                             convHandlers(), logicHandlers(),
+                                             indexingHandlers()};
   return tables;
 }
 
@@ -170,7 +171,7 @@ bool rewire::onnx_import::hasAnyHandler(StringRef opType) {
 
 namespace {
 
-constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMinOpset = 11;
 constexpr int64_t kMaxOpset = 21;
 /// Integer initializers larger than this become parameters, not constants.
 constexpr int64_t kMaxIntConstantElements = 4096;

@@ -125,6 +125,7 @@ llvm::ArrayRef<Handler> mathHandlers();
 llvm::ArrayRef<Handler> shapeHandlers();
 llvm::ArrayRef<Handler> convHandlers();
 llvm::ArrayRef<Handler> logicHandlers();
+llvm::ArrayRef<Handler> indexingHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);

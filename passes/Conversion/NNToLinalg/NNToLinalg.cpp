@@ -709,6 +709,57 @@ struct NotLowering : OpConversionPattern<nn::NotOp> {
   }
 };
 
+/// nn.cumsum as one generic over the result's dims and a reduction dim j
+/// along `axis`: y[.., i, ..] += x[.., j, ..] where j <= i (j < i when
+/// exclusive; reversed: j >= i, j > i). Quadratic in the axis length, which
+/// is a sequence here (position ids), not a hot loop.
+struct CumSumLowering : OpConversionPattern<nn::CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::CumSumOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    Type elt = type.getElementType();
+    bool isFloat = isa<FloatType>(elt);
+    SmallVector<AffineExpr> in, out;
+    for (int64_t d = 0; d < rank; ++d) {
+      in.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+      out.push_back(getAffineDimExpr(d, ctx));
+    }
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    iters.push_back(utils::IteratorType::reduction);
+    Value zero = isFloat ? cst(rw, loc, elt, 0.0)
+                         : arith::ConstantOp::create(rw, loc, rw.getIntegerAttr(elt, 0)).getResult();
+    Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), elt);
+    init = linalg::FillOp::create(rw, loc, zero, init).getResult(0);
+    arith::CmpIPredicate pred =
+        op.getReverse() ? (op.getExclusive() ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge)
+                        : (op.getExclusive() ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle);
+    auto generic = linalg::GenericOp::create(
+        rw, loc, TypeRange{type}, ValueRange{a.getX()}, ValueRange{init},
+        ArrayRef<AffineMap>{AffineMap::get(rank + 1, 0, in, ctx),
+                            AffineMap::get(rank + 1, 0, out, ctx)},
+        iters, [&](OpBuilder &b, Location l, ValueRange v) {
+          Value i = linalg::IndexOp::create(b, l, axis);
+          Value j = linalg::IndexOp::create(b, l, rank);
+          Value take = arith::CmpIOp::create(b, l, pred, j, i);
+          Value z = isFloat ? cst(b, l, elt, 0.0)
+                            : arith::ConstantOp::create(b, l, b.getIntegerAttr(elt, 0)).getResult();
+          Value x = arith::SelectOp::create(b, l, take, v[0], z);
+          Value sum = isFloat ? arith::AddFOp::create(b, l, v[1], x).getResult()
+                              : arith::AddIOp::create(b, l, v[1], x).getResult();
+          linalg::YieldOp::create(b, l, sum);
+        });
+    rw.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 /// Adds a per-channel (dim 1) vector to an NCHW tensor.
 Value addChannels(OpBuilder &b, Location loc, Value x, Value bias) {
   auto type = cast<RankedTensorType>(x.getType());
@@ -926,7 +977,8 @@ struct ConvertNNToLinalgPass
                  Binary<nn::DivOp>, Binary<nn::PowOp>, Binary<nn::MaxOp>,
                  Binary<nn::MinOp>, Unary<nn::AbsOp>, Unary<nn::LogOp>, Unary<nn::SinOp>,
                  Unary<nn::CosOp>, Unary<nn::FloorOp>, Unary<nn::CeilOp>,
-                 CompareLowering, LogicalLowering, NotLowering, Unary<nn::ReluOp>,
+                 CompareLowering, LogicalLowering, NotLowering, CumSumLowering,
+                 Unary<nn::ReluOp>,
                  Unary<nn::SigmoidOp>, Unary<nn::TanhOp>, Unary<nn::ErfOp>,
                  Unary<nn::ExpOp>, Unary<nn::SqrtOp>, Unary<nn::NegOp>,
                  Unary<nn::GeluOp>, MatMulLowering, SoftmaxLowering,

@@ -1,0 +1,308 @@
+//===- HandlersIndexing.cpp - GatherND, GatherElements, Pad ---------------===//
+//
+// Handlers whose ONNX op is an indexing pattern that nn.gather (with linear
+// indices into a flattened tensor) or nn.concat expresses exactly:
+//   GatherND(data, indices)       constant indices: one nn.gather of the
+//                                 first K dims flattened;
+//   GatherElements(data, idx, a)  nn.gather of the flattened data at
+//                                 idx * stride(a) + the other coordinates;
+//                                 an index out of range becomes one the
+//                                 run-time index check reports;
+//   Pad(x, pads, value, axes)     constant: nn.concat with filled blocks;
+//                                 edge / reflect: nn.gather with constant
+//                                 index vectors (negative pads crop).
+// So no new op needs a lowering, a reverse rule (gather's scatter-add) or an
+// exporter case.
+//
+//===----------------------------------------------------------------------===//
+#include "OnnxInternal.h"
+
+#include "rewire/Support/Checked.h"
+#include "rewire/Support/Shape.h"
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::onnx_import;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+Value i64Constant(NodeContext &c, ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(shape, c.b.getI64Type());
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, values));
+}
+
+FailureOr<Value> reshape(NodeContext &c, Value x, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
+  auto op = nn::ReshapeOp::create(c.b, c.loc(), type, x);
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return op.getResult();
+}
+
+FailureOr<Value> gather(NodeContext &c, Value data, Value indices, int64_t axis) {
+  auto op = createInferred<nn::GatherOp>(
+      c, {data, indices}, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis))});
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+HandlerResult gatherND(NodeContext &c) {
+  auto data = c.tensorInput(0), idx = c.tensorInput(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  if (c.intAttrOr("batch_dims", 0) != 0)
+    return c.error() << "batch_dims != 0 is not supported";
+  auto dt = typeOf(*data), it = typeOf(*idx);
+  if (!dt.hasStaticShape() || !it.hasStaticShape() || it.getRank() < 1)
+    return c.error() << "expects static data and indices of rank >= 1";
+  auto vals = c.constantInts(*idx);
+  if (!vals)
+    return c.error() << "indices computed at run time are not supported (only constant "
+                        "indices, as the exporters write for masks and slices)";
+  int64_t k = it.getDimSize(it.getRank() - 1);
+  if (k < 1 || k > dt.getRank())
+    return c.error() << "the last dim of indices (" << k << ") must be in [1, "
+                     << dt.getRank() << "]";
+  ArrayRef<int64_t> dshape = dt.getShape();
+  SmallVector<int64_t> lead(dshape.take_front(k)), strides = stridesOf(lead);
+  int64_t leadSize = 1;
+  for (int64_t d : lead)
+    leadSize *= d;
+  SmallVector<int64_t> linear;
+  for (size_t at = 0; at < vals->size(); at += k) {
+    int64_t lin = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = (*vals)[at + j];
+      if (v < -lead[j] || v >= lead[j])
+        return c.error() << "index " << v << " is out of range for dim " << j
+                         << " of size " << lead[j];
+      lin += (v < 0 ? v + lead[j] : v) * strides[j];
+    }
+    linear.push_back(lin);
+  }
+  SmallVector<int64_t> flatShape = {leadSize};
+  flatShape.append(dshape.begin() + k, dshape.end());
+  auto flat = reshape(c, *data, flatShape);
+  if (failed(flat))
+    return failure();
+  Value li = i64Constant(c, it.getShape().drop_back(), linear);
+  return single(gather(c, *flat, li, 0));
+}
+
+HandlerResult gatherElements(NodeContext &c) {
+  auto data = c.tensorInput(0), idx = c.tensorInput(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  auto dt = typeOf(*data), it = typeOf(*idx);
+  if (!dt.hasStaticShape() || !it.hasStaticShape() || dt.getRank() != it.getRank() ||
+      dt.getRank() < 1)
+    return c.error() << "expects static data and indices of the same rank, got "
+                     << dt << " and " << it;
+  int64_t rank = dt.getRank();
+  int64_t axis = c.intAttrOr("axis", 0);
+  if (!normalizeAxis(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && it.getDimSize(d) > dt.getDimSize(d))
+      return c.error() << "indices dim " << d << " (" << it.getDimSize(d)
+                       << ") exceeds the data's (" << dt.getDimSize(d) << ")";
+  SmallVector<int64_t> strides = stridesOf(dt.getShape());
+  int64_t total = dt.getNumElements(), dim = dt.getDimSize(axis);
+  // The offset of every index position without its own axis coordinate.
+  SmallVector<int64_t> base(it.getNumElements());
+  SmallVector<int64_t> pos(rank, 0);
+  for (int64_t flat = 0; flat < it.getNumElements(); ++flat) {
+    int64_t rem = flat, off = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      pos[d] = rem % it.getDimSize(d);
+      rem /= it.getDimSize(d);
+      if (d != axis)
+        off += pos[d] * strides[d];
+    }
+    base[flat] = off;
+  }
+  auto flatData = reshape(c, *data, {total});
+  if (failed(flatData))
+    return failure();
+  if (auto vals = c.constantInts(*idx)) {
+    SmallVector<int64_t> lin;
+    for (auto [i, v] : llvm::enumerate(*vals)) {
+      if (v < -dim || v >= dim)
+        return c.error() << "index " << v << " is out of range for axis " << axis
+                         << " of size " << dim;
+      lin.push_back(base[i] + (v < 0 ? v + dim : v) * strides[axis]);
+    }
+    return single(gather(c, *flatData, i64Constant(c, it.getShape(), lin), 0));
+  }
+  // Run-time indices: normalize negatives, keep in-range ones, and send
+  // out-of-range ones to `total` (the check of the gather reports it).
+  Value ix = *idx;
+  auto i64 = RankedTensorType::get(it.getShape(), c.b.getI64Type());
+  if (it.getElementType() != c.b.getI64Type())
+    ix = nn::CastOp::create(c.b, c.loc(), i64, ix);
+  auto scalar = [&](int64_t v) { return i64Constant(c, {}, {v}); };
+  auto pred = [&](nn::ComparePredicate p) {
+    return c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(p));
+  };
+  auto neg = createInferred<nn::CompareOp>(c, {ix, scalar(0)}, {pred(nn::ComparePredicate::lt)});
+  auto shifted = createInferred<nn::AddOp>(c, {ix, scalar(dim)});
+  if (failed(neg) || failed(shifted))
+    return failure();
+  auto norm = createInferred<nn::WhereOp>(c, {neg->getResult(), shifted->getResult(), ix});
+  if (failed(norm))
+    return failure();
+  auto lo = createInferred<nn::CompareOp>(c, {norm->getResult(), scalar(0)},
+                                          {pred(nn::ComparePredicate::ge)});
+  auto hi = createInferred<nn::CompareOp>(c, {norm->getResult(), scalar(dim)},
+                                          {pred(nn::ComparePredicate::lt)});
+  if (failed(lo) || failed(hi))
+    return failure();
+  auto ok = createInferred<nn::LogicalOp>(
+      c, {lo->getResult(), hi->getResult()},
+      {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(nn::LogicalKind::and_))});
+  auto scaled = createInferred<nn::MulOp>(c, {norm->getResult(), scalar(strides[axis])});
+  if (failed(ok) || failed(scaled))
+    return failure();
+  auto lin = createInferred<nn::AddOp>(c, {scaled->getResult(), i64Constant(c, it.getShape(), base)});
+  if (failed(lin))
+    return failure();
+  auto safe = createInferred<nn::WhereOp>(c, {ok->getResult(), lin->getResult(), scalar(total)});
+  if (failed(safe))
+    return failure();
+  return single(gather(c, *flatData, safe->getResult(), 0));
+}
+
+/// A constant of `shape` filled with `v` in `x`'s element type.
+Value filled(NodeContext &c, Value x, ArrayRef<int64_t> shape, Attribute v) {
+  auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, v));
+}
+
+HandlerResult pad(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto xt = typeOf(*x);
+  if (!xt.hasStaticShape())
+    return c.error() << "expects a static input, got " << xt;
+  int64_t rank = xt.getRank();
+  auto padsV = c.constantIntsInput(1, "pads");
+  if (failed(padsV))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (c.input(3)) {
+    auto a = c.constantIntsInput(3, "axes");
+    if (failed(a))
+      return failure();
+    for (int64_t ax : *a) {
+      if (!normalizeAxis(ax, rank))
+        return c.error() << "axis " << ax << " is out of range for rank " << rank;
+      axes.push_back(ax);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  size_t n = axes.size();
+  if (padsV->size() != 2 * n)
+    return c.error() << "pads has " << padsV->size() << " entries, expected " << 2 * n;
+  std::string mode = c.stringAttr("mode").value_or("constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return c.error() << "mode '" << mode << "' is not supported (constant, edge, reflect)";
+  Type elt = xt.getElementType();
+  Attribute fill;
+  if (Value v = c.input(2)) {
+    auto cst = v.getDefiningOp<nn::ConstantOp>();
+    auto dense = cst ? dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
+    if (!dense || dense.getNumElements() != 1 || dense.getElementType() != elt)
+      return c.error() << "constant_value must be a constant scalar of the input's type";
+    fill = *dense.value_begin<Attribute>();
+  } else if (auto ft = dyn_cast<FloatType>(elt)) {
+    fill = FloatAttr::get(ft, 0.0);
+  } else {
+    fill = IntegerAttr::get(elt, 0);
+  }
+  Value y = *x;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t axis = axes[i], before = (*padsV)[i], after = (*padsV)[i + n];
+    if (before == 0 && after == 0)
+      continue;
+    SmallVector<int64_t> shape(typeOf(y).getShape());
+    int64_t len = shape[axis];
+    if (before < -len || after < -len || before + after + len < 0 ||
+        before > (1 << 20) || after > (1 << 20))
+      return c.error() << "pads " << before << ", " << after << " are out of range for axis "
+                       << axis << " of size " << len;
+    if (mode == "reflect" && (before >= len || after >= len))
+      return c.error() << "reflect pads must be smaller than the axis size " << len;
+    if (mode != "constant" || before < 0 || after < 0) {
+      // Every mode as a gather with a constant index vector: reflect
+      // mirrors without repeating the edge, edge clamps, and constant mode
+      // only crops here (its fill is concatenated below).
+      SmallVector<int64_t> idx;
+      int64_t from = -before, to = len + after;
+      for (int64_t j = from; j < to; ++j) {
+        int64_t k = j;
+        if (mode == "reflect" && len > 1) {
+          while (k < 0 || k >= len)
+            k = k < 0 ? -k : 2 * (len - 1) - k;
+        } else {
+          k = std::clamp<int64_t>(k, 0, len - 1);
+        }
+        if (mode == "constant" && (j < 0 || j >= len))
+          continue;
+        idx.push_back(k);
+      }
+      auto g = gather(c, y, i64Constant(c, {static_cast<int64_t>(idx.size())}, idx), axis);
+      if (failed(g))
+        return failure();
+      y = *g;
+      if (mode != "constant")
+        continue;
+      before = std::max<int64_t>(before, 0);
+      after = std::max<int64_t>(after, 0);
+      shape.assign(typeOf(y).getShape().begin(), typeOf(y).getShape().end());
+    }
+    SmallVector<Value> parts;
+    if (before > 0) {
+      shape[axis] = before;
+      parts.push_back(filled(c, y, shape, fill));
+    }
+    parts.push_back(y);
+    if (after > 0) {
+      shape[axis] = after;
+      parts.push_back(filled(c, y, shape, fill));
+    }
+    if (parts.size() == 1)
+      continue;
+    auto cat = createInferred<nn::ConcatOp>(
+        c, parts, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis))});
+    if (failed(cat))
+      return failure();
+    y = cat->getResult();
+  }
+  return SmallVector<Value>{y};
+}
+
+const Handler kHandlers[] = {
+    {"GatherND", 12, 21, gatherND},
+    {"GatherElements", 11, 21, gatherElements},
+    {"Pad", 11, 21, pad},
+};
+
+} // namespace
+
+ArrayRef<Handler> rewire::onnx_import::indexingHandlers() { return kHandlers; }
