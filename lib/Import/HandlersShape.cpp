@@ -40,6 +40,10 @@ FailureOr<Value> intConstant(NodeContext &c, RankedTensorType type,
 
 FailureOr<Value> reshapeTo(NodeContext &c, Value x, ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, tensorType(x).getElementType());
+  // A reshape to the same static shape is the identity (exports reshape
+  // to what they computed); dropping it keeps the stream visible.
+  if (type == tensorType(x) && type.hasStaticShape())
+    return x;
   if (auto ints = c.constantInts(x))
     return intConstant(c, type, *ints);
   auto op = nn::ReshapeOp::create(c.b, c.loc(), type, x);
@@ -391,6 +395,10 @@ HandlerResult castOp(NodeContext &c) {
   if (!elt)
     return c.error() << "cannot cast to ONNX data type " << *to;
   auto type = RankedTensorType::get(tensorType(*x).getShape(), elt);
+  // A cast to the type the value has (`x.to(torch.float32)` in RMSNorms) is
+  // the identity.
+  if (type == tensorType(*x))
+    return SmallVector<Value>{*x};
   if (auto ints = c.constantInts(*x); ints && isa<IntegerType>(elt) &&
                                       !elt.isInteger(1))
     return single(intConstant(c, type, *ints));

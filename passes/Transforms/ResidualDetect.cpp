@@ -116,12 +116,64 @@ Value projectionSource(Value skip) {
   return {};
 }
 
-/// Follows stream-preserving ops (post-LN norms, ResNet's relu) back to the
-/// residual add a value comes from, if any.
+/// The input x of a LayerNorm written out as elementwise ops, as exports at
+/// opsets below 17 (which have no LayerNormalization) write it:
+///   (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* gamma] [+ beta];
+/// null when `v` is not such a norm.
+Value decomposedNormInput(Value v) {
+  auto affine = [](Value y, auto tag) -> Value {
+    using OpTy = decltype(tag);
+    if (auto op = y.getDefiningOp<OpTy>()) {
+      if (isParameter(op.getRhs()))
+        return op.getLhs();
+      if (isParameter(op.getLhs()))
+        return op.getRhs();
+    }
+    return y;
+  };
+  v = affine(v, nn::AddOp());
+  v = affine(v, nn::MulOp());
+  auto div = v.getDefiningOp<nn::DivOp>();
+  if (!div)
+    return {};
+  auto centered = div.getLhs().getDefiningOp<nn::SubOp>();
+  if (!centered)
+    return {};
+  auto mean = centered.getRhs().getDefiningOp<nn::ReduceMeanOp>();
+  if (!mean || mean.getX() != centered.getLhs())
+    return {};
+  auto sqrt = div.getRhs().getDefiningOp<nn::SqrtOp>();
+  if (!sqrt)
+    return {};
+  // The denominator reads the same centered value (the variance).
+  bool readsCentered = false;
+  SmallVector<Value> work = {sqrt.getX()};
+  for (int steps = 0; !work.empty() && steps < 8; ++steps) {
+    Value w = work.pop_back_val();
+    Operation *def = w.getDefiningOp();
+    if (!def || isa<nn::ConstantOp>(def))
+      continue;
+    if (def == centered.getOperation()) {
+      readsCentered = true;
+      break;
+    }
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  return readsCentered ? centered.getLhs() : Value();
+}
+
+/// Follows stream-preserving ops (post-LN norms, also written out as
+/// elementwise ops; ResNet's relu) back to the residual add a value comes
+/// from, if any.
 residual::AddOp streamSource(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (auto add = dyn_cast<residual::AddOp>(def))
       return add;
+    if (Value x = decomposedNormInput(v)) {
+      v = x;
+      continue;
+    }
     if (!isa<nn::LayerNormOp, nn::RMSNormOp, nn::ReluOp>(def))
       return {};
     v = def->getOperand(0);

@@ -153,6 +153,7 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
   OpBuilder b(func.getContext());
   SmallVector<Value> extra;
   SmallVector<std::string> extraNames;
+  SmallVector<int64_t> otherShape;
   for (auto [depth, end] : llvm::enumerate(ends)) {
     auto update = cast<residual::StreamOpInterface>(end);
     Value state = stateAfter(end);
@@ -172,8 +173,10 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
       auto detached = nn::StopGradientOp::create(b, end->getLoc(), tap.getResult());
       tap.getResult().replaceAllUsesExcept(detached.getResult(), detached);
     }
-    if (tap.getType() != last.getType())
-      continue; // the shared head cannot read a state of another shape
+    if (tap.getType() != last.getType()) {
+      otherShape.push_back(depth + 1); // the shared head cannot read it
+      continue;
+    }
     // Clone the head onto this depth, just before the return.
     IRMapping map;
     map.map(last, tap.getResult());
@@ -186,6 +189,16 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
       std::string base = nameAttr ? nameAttr.str() : llvm::formatv("output_{0}", i).str();
       extraNames.push_back(llvm::formatv("{0}_depth{1}", base, depth + 1).str());
     }
+  }
+  if (!otherShape.empty()) {
+    if (otherShape.size() + 1 == ends.size())
+      return func.emitError()
+             << "residual-rewrite: kind=lpa: no earlier state has the final state's type "
+             << last.getType() << " (the stages change shape), so the shared head can "
+                "read out no depth but the last";
+    auto diag = func.emitWarning() << "residual-rewrite: kind=lpa reads out no readout at depth";
+    llvm::interleaveComma(otherShape, diag);
+    diag << ": those states differ in shape from the final one " << last.getType();
   }
   // The head now reads the last tap; its clones read the earlier taps and
   // become extra results.

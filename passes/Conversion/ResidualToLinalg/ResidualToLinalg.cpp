@@ -560,6 +560,68 @@ struct RouteLowering : OpConversionPattern<residual::RouteOp> {
   }
 };
 
+/// A gated or NAG op whose feature axis is not the last (a CNN's channel
+/// axis 1 of NCHW): the same op on operands transposed so that the feature
+/// axis is last, transposed back. The operands and results of the stream's
+/// rank are the stream-shaped ones (h, u, R, f, m); parameters have rank
+/// <= 2, so this applies to streams of rank >= 3.
+template <typename OpTy>
+struct FeatureAxisLast : OpConversionPattern<OpTy> {
+  FeatureAxisLast(MLIRContext *ctx) : OpConversionPattern<OpTy>(ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto stream = cast<RankedTensorType>(op->getOperand(0).getType());
+    int64_t rank = stream.getRank();
+    int64_t axis = cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
+    if (rank < 3 || axis < 0 || axis == rank - 1 || !stream.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "feature axis already last");
+    SmallVector<int64_t> perm, inverse(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        perm.push_back(d);
+    perm.push_back(axis);
+    for (int64_t d = 0; d < rank; ++d)
+      inverse[perm[d]] = d;
+    auto transpose = [&](Value v, ArrayRef<int64_t> p) -> Value {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape;
+      for (int64_t d : p)
+        shape.push_back(t.getDimSize(d));
+      Value init = tensor::EmptyOp::create(rewriter, loc, shape, t.getElementType());
+      return linalg::TransposeOp::create(rewriter, loc, v, init, p).getResult()[0];
+    };
+    auto isStreamShaped = [&](Type t) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      return rt && rt.getRank() == rank;
+    };
+    SmallVector<Value> operands;
+    for (Value v : a.getOperands())
+      operands.push_back(isStreamShaped(v.getType()) ? transpose(v, perm) : v);
+    SmallVector<Type> results;
+    for (Type t : op->getResultTypes()) {
+      if (!isStreamShaped(t)) {
+        results.push_back(t);
+        continue;
+      }
+      auto rt = cast<RankedTensorType>(t);
+      SmallVector<int64_t> shape;
+      for (int64_t d : perm)
+        shape.push_back(rt.getDimSize(d));
+      results.push_back(RankedTensorType::get(shape, rt.getElementType()));
+    }
+    OperationState state(loc, op->getName(), operands, results, op->getAttrs());
+    Operation *moved = rewriter.create(state);
+    moved->setAttr("axis", rewriter.getI64IntegerAttr(rank - 1));
+    SmallVector<Value> replacements;
+    for (Value r : moved->getResults())
+      replacements.push_back(isStreamShaped(r.getType()) ? transpose(r, inverse) : r);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
 struct ConvertResidualToLinalgPass
     : public rewire::impl::ConvertResidualToLinalgBase<ConvertResidualToLinalgPass> {
   void runOnOperation() override {
@@ -572,7 +634,9 @@ struct ConvertResidualToLinalgPass
     target.addIllegalDialect<residual::ResidualDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<AddLowering, ScaleAddLowering, GatedAddLowering, MixLowering,
-                 TapLowering, NagGateLowering, NagAddLowering, RouteLowering>(ctx);
+                 TapLowering, NagGateLowering, NagAddLowering, RouteLowering,
+                 FeatureAxisLast<residual::GatedAddOp>, FeatureAxisLast<residual::NagGateOp>,
+                 FeatureAxisLast<residual::NagAddOp>>(ctx);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -177,6 +177,7 @@ M["custom_domain_chain"] = lambda: model(
      h.make_node("Relu", ["f"], ["y"], name="r")],
     [vi("x", [2, 3])], [vi("y", [2, 3])], extra_opsets=[("com.example", 3)])
 M["gelu_old_opset"] = lambda: unary("Gelu", opset=17)
+M["opset_10"] = lambda: unary("Relu", opset=10)
 M["opset_12"] = lambda: unary("Relu", opset=12)
 M["opset_22"] = lambda: unary("Relu", opset=22)
 M["no_default_opset"] = lambda: (lambda m: (m.opset_import.pop(0), m)[1])(
