@@ -10,7 +10,9 @@ hidden.
 
 Rewire compiles static shapes, so the integer inputs that carry shapes in
 these tests (Reshape's shape; Slice's starts/ends/axes/steps; the axes of
-Squeeze, Unsqueeze, ReduceSum, ReduceMean; Split's sizes) are folded into
+Squeeze, Unsqueeze and the Reduce ops; Split's sizes; Expand's shape, Tile's
+repeats, Pad's pads, CumSum's axis, Trilu's k, Range's bounds, OneHot's
+depth, TopK's k, Resize's scales and sizes, Clip's bounds) are folded into
 initializers from test_data_set_0 before compiling, as an exporter with
 static shapes would have written them. The table says so per op.
 
@@ -59,7 +61,11 @@ def load_tensor(path):
 
 # (op, input index) pairs that carry shapes: folded into initializers.
 SHAPE_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1},
-                "ReduceSum": {1}, "ReduceMean": {1}, "Split": {1}}
+                "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
+                "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1}, "ReduceLogSum": {1},
+                "ReduceLogSumExp": {1}, "Split": {1}, "Expand": {1}, "Tile": {1}, "Pad": {1, 2, 3},
+                "CumSum": {1}, "Trilu": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
+                "OneHot": {1}, "TopK": {1}, "Resize": {1, 2, 3}, "Clip": {1, 2}}
 
 
 def freeze_shape_inputs(test_dir, model, work):

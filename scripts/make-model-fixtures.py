@@ -195,6 +195,8 @@ FAMILIES = {
     "bert": ("transformers", "encoder", hf("BertConfig", "BertModel",
              ("input_ids", "attention_mask", "token_type_ids"), **TEXT), tokens("mask", "types"), 4,
              [11, 12]),
+    "bert_mlm": ("transformers", "encoder", hf("BertConfig", "BertForMaskedLM", **TEXT), tokens(), 4,
+                 []),
     "roberta": ("transformers", "encoder", hf("RobertaConfig", "RobertaModel",
                 ("input_ids", "attention_mask"), **dict(TEXT, max_position_embeddings=66)),
                 tokens("mask"), 4, []),
@@ -236,6 +238,105 @@ FAMILIES = {
     "mlp_mixer": ("timm", "vision", timm_class("mlp_mixer", "MlpMixer", img_size=IMG, patch_size=8,
                   num_blocks=2, embed_dim=32, num_classes=10), images(), 4, [11, 12]),
 }
+
+
+# Training parity fixtures: the family's model trained by PyTorch with SGD on
+# fixed batches (cross-entropy; -100 targets ignored), exported with the
+# TorchScript exporter before the first step (ResNet in train mode, so its
+# batch norms use batch statistics as PyTorch's do). F/train.onnx,
+# F/train.inputs.npy, F/train.targets.npy and F/train.json (PyTorch's loss
+# per step).
+TRAIN_STEPS, TRAIN_LR = 4, 0.05
+
+
+def lm_targets(ids, masked=False):
+    """Next-token targets (the last position ignored), or masked-LM targets:
+    every third position kept, the rest -100."""
+    t = torch.full_like(ids, -100)
+    if masked:
+        t[:, ::3] = ids[:, ::3]
+    else:
+        t[:, :-1] = ids[:, 1:]
+    return t
+
+
+def train_data(name, kind):
+    g = torch.Generator().manual_seed(2)
+    n = B * TRAIN_STEPS
+    if kind == "vision":
+        x = torch.randn(n, 3, IMG, IMG, generator=g)
+        return x, torch.randint(0, 10, (n,), generator=g)
+    ids = torch.randint(0, V, (n, T), generator=g)
+    return ids, lm_targets(ids, masked=(name == "bert_mlm"))
+
+
+TRAIN = {"gpt2": {}, "llama": {}, "bert_mlm": {}, "resnet": {"train_mode": True}, "convnext": {}}
+
+
+def make_train(name):
+    import torch.nn.functional as F
+    library, kind, build, inputs, residuals, ts_opsets = FAMILIES[name]
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    model = seeded(build)()
+    train_mode = TRAIN[name].get("train_mode", False)
+    model.train(train_mode)
+    if isinstance(model, Outputs):
+        # The TorchScript exporter cannot write grouped-query SDPA (LLaMA);
+        # eager attention is the same function.
+        model.model.set_attn_implementation("eager")
+    x, y = train_data(name, kind)
+    path = os.path.join(folder, "train.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x[:B],), path, dynamo=False, opset_version=17,
+                          input_names=["in0"], output_names=["out0"], do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING if train_mode
+                          else torch.onnx.TrainingMode.EVAL)
+    np.save(os.path.join(folder, "train.inputs.npy"), x.numpy())
+    np.save(os.path.join(folder, "train.targets.npy"), y.numpy())
+    opt = torch.optim.SGD(model.parameters(), lr=TRAIN_LR)
+    losses = []
+    import onnx
+    from onnx import numpy_helper
+    from safetensors.numpy import save_file
+    graph = onnx.load(path).graph
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    # The exporter stores equal initial values once and names the others
+    # with Identity nodes; Rewire trains those apart (as PyTorch does), so
+    # they are parameters of the state too.
+    # Tensor-valued Constant nodes may become parameters too (large ones).
+    for node in graph.node:
+        if node.op_type == "Identity" and node.input[0] in inits and node.output[0] not in inits:
+            inits[node.output[0]] = inits[node.input[0]]
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            inits[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    live = dict(model.named_parameters(remove_duplicate=False))
+    live.update(dict(model.named_buffers(remove_duplicate=False)))
+    for stale in [f for f in os.listdir(folder) if f.startswith("train.state")]:
+        os.remove(os.path.join(folder, stale))
+    for step in range(TRAIN_STEPS):
+        if step > 0:
+            # PyTorch's state before this step, every initializer of the
+            # export (trained ones from the model, constants as exported),
+            # so that each step can be compared from the same state.
+            state = {n: (live[n].detach().numpy().copy() if n in live else v)
+                     for n, v in inits.items()}
+            save_file(state, os.path.join(folder, "train.state%d.safetensors" % step))
+        xb, yb = x[step * B:(step + 1) * B], y[step * B:(step + 1) * B]
+        out = model(xb)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), yb.reshape(-1), ignore_index=-100)
+        losses.append(loss.item())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with open(os.path.join(folder, "train.json"), "w") as f:
+        json.dump({"optimizer": "sgd", "lr": TRAIN_LR, "batch": B, "steps": TRAIN_STEPS,
+                   "loss": "cross_entropy", "ignore_index": -100, "train_mode": train_mode,
+                   "pytorch_losses": losses}, f, indent=1)
+        f.write("\n")
+    print("  train          %s" % ", ".join("%.5f" % l for l in losses))
+    return {"steps": TRAIN_STEPS, "lr": TRAIN_LR}
 
 
 def export(model, args, path, exporter, opset):
@@ -321,6 +422,8 @@ def main():
         print(n)
         try:
             manifest[n] = make(n, FAMILIES[n], manifest.get(n))
+            if n in TRAIN:
+                manifest[n]["train"] = make_train(n)
         except Exception:
             traceback.print_exc()
             sys.exit("building or running %s failed" % n)

@@ -63,6 +63,14 @@ def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
   let cppNamespace = "::rewire::nn";
 }
 
+def NN_ArgReduceKind : I32EnumAttr<"ArgReduceKind",
+    "which extremum nn.arg_reduce finds", [
+      I32EnumAttrCase<"max", 0>,
+      I32EnumAttrCase<"min", 1>
+    ]> {
+  let cppNamespace = "::rewire::nn";
+}
+
 def NN_LogicalKind : I32EnumAttr<"LogicalKind",
     "the boolean function of nn.logical", [
       I32EnumAttrCase<"and_", 0, "and">,

@@ -52,6 +52,26 @@ static LogicalResult verifyNormParam(Operation *op, StringRef name, Value x,
   return success();
 }
 
+LogicalResult ArgReduceOp::verify() {
+  auto in = cast<RankedTensorType>(getX().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  int64_t axis = getAxis(), rank = in.getRank();
+  if (axis < 0 || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range for rank " << rank
+                         << " (normalized, in [0, rank))";
+  SmallVector<int64_t> want;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis)
+      want.push_back(in.getDimSize(d));
+    else if (getKeepdims())
+      want.push_back(1);
+  }
+  if (out.getShape() != ArrayRef<int64_t>(want))
+    return emitOpError() << "result type " << out << " does not match the reduced input "
+                         << in;
+  return success();
+}
+
 LogicalResult CumSumOp::verify() {
   auto type = cast<RankedTensorType>(getX().getType());
   int64_t axis = getAxis();

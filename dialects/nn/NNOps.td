@@ -67,6 +67,26 @@ def NN_PowOp : NN_BinaryOp<"pow", "power (`lhs ^ rhs`)">;
 def NN_MaxOp : NN_BinaryOp<"max", "maximum (NaN if either operand is NaN; ONNX Max)">;
 def NN_MinOp : NN_BinaryOp<"min", "minimum (NaN if either operand is NaN; ONNX Min)">;
 
+def NN_ArgReduceOp : NN_Op<"arg_reduce", [Pure]> {
+  let summary = "index of the max or min along an axis (ONNX ArgMax, ArgMin)";
+  let description = [{
+    The i64 index of the first (`select_last_index`: last) maximum or
+    minimum of `x` along `axis`, which is kept as a size-1 dimension unless
+    `keepdims = false`. NaN elements are never selected. Not differentiable.
+
+    Example:
+    ```mlir
+    %i = nn.arg_reduce max %x {axis = 1 : i64, keepdims = false} : tensor<2x10xf32> -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins NN_ArgReduceKind:$kind, NN_FloatTensor:$x, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       UnitAttr:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$kind $x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def NN_CumSumOp : NN_Op<"cumsum", [Pure, AllTypesMatch<["x", "result"]>]> {
   let summary = "cumulative sum along an axis (ONNX CumSum)";
   let description = [{
@@ -167,6 +187,16 @@ def NN_SinOp : NN_UnaryOp<"sin", "sine">;
 def NN_CosOp : NN_UnaryOp<"cos", "cosine">;
 def NN_FloorOp : NN_UnaryOp<"floor", "rounding down to an integer value">;
 def NN_CeilOp : NN_UnaryOp<"ceil", "rounding up to an integer value">;
+def NN_RoundOp : NN_UnaryOp<"round", "rounding to the nearest integer, halves to even (ONNX Round)">;
+def NN_TanOp : NN_UnaryOp<"tan", "tangent">;
+def NN_AsinOp : NN_UnaryOp<"asin", "arcsine">;
+def NN_AcosOp : NN_UnaryOp<"acos", "arccosine">;
+def NN_AtanOp : NN_UnaryOp<"atan", "arctangent">;
+def NN_SinhOp : NN_UnaryOp<"sinh", "hyperbolic sine">;
+def NN_CoshOp : NN_UnaryOp<"cosh", "hyperbolic cosine">;
+def NN_AsinhOp : NN_UnaryOp<"asinh", "inverse hyperbolic sine">;
+def NN_AcoshOp : NN_UnaryOp<"acosh", "inverse hyperbolic cosine">;
+def NN_AtanhOp : NN_UnaryOp<"atanh", "inverse hyperbolic tangent">;
 
 def NN_GeluOp : NN_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
                                InferTypeOpInterface]> {
@@ -359,6 +389,8 @@ class NN_ReduceOp<string mnemonic, string what> : NN_InferOp<mnemonic> {
 
 def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean">;
 def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum">;
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "Max">;
+def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "Min">;
 
 //===----------------------------------------------------------------------===//
 // Shape manipulation

@@ -427,6 +427,39 @@ RULE(AbsRule, nn::AbsOp)
   out.push_back(mul(b, g[0], sign));
 END_RULE
 
+template <typename Derived, typename OpTy>
+struct ExtremumReduceRule : Rule<Derived, OpTy> {
+  // The gradient goes to the elements equal to the extremum, split evenly
+  // among ties (as torch.amax / amin).
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<OpTy>(raw);
+    auto xt = typeOf(op.getX());
+    int64_t r = xt.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t a : op.getAxes())
+      axes.push_back(a < 0 ? a + r : a);
+    if (axes.empty())
+      for (int64_t i = 0; i < r; ++i)
+        axes.push_back(i);
+    SmallVector<int64_t> kept(xt.getShape());
+    for (int64_t a : axes)
+      kept[a] = 1;
+    auto keptType = RankedTensorType::get(kept, xt.getElementType());
+    Value y = op.getResult(), gk = g[0];
+    if (typeOf(y) != keptType) {
+      y = nn::ReshapeOp::create(b, keptType, y);
+      gk = nn::ReshapeOp::create(b, keptType, gk);
+    }
+    Value m = maskOf(b, nn::ComparePredicate::eq, op.getX(), y, op.getX());
+    Value count = sumKeep(b, m, axes);
+    out.push_back(mul(b, m, div(b, gk, count)));
+    return success();
+  }
+};
+struct ReduceMaxRule : ExtremumReduceRule<ReduceMaxRule, nn::ReduceMaxOp> {};
+struct ReduceMinRule : ExtremumReduceRule<ReduceMinRule, nn::ReduceMinOp> {};
+
 RULE(LogRule, nn::LogOp)
   out.push_back(div(b, g[0], op.getX()));
 END_RULE
@@ -445,6 +478,50 @@ RULE(CumSumRule, nn::CumSumOp)
                                      op.getExclusiveAttr(),
                                      op.getReverse() ? UnitAttr() : b.getUnitAttr()));
 END_RULE
+
+/// d/dx of the inverse and hyperbolic trigonometric functions, as
+/// `g * f'(x)` from the op's input x (and result y where simpler).
+template <typename Derived, typename OpTy>
+struct TrigRule : Rule<Derived, OpTy> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<OpTy>(raw);
+    Value x = op.getX(), y = op.getResult(), one = num(b, x, 1.0);
+    Value d;
+    auto rsqrt = [&](Value v) { return div(b, one, nn::SqrtOp::create(b, v)); };
+    if constexpr (std::is_same_v<OpTy, nn::TanOp>)
+      d = add(b, one, mul(b, y, y));
+    else if constexpr (std::is_same_v<OpTy, nn::AsinOp>)
+      d = rsqrt(sub(b, one, mul(b, x, x)));
+    else if constexpr (std::is_same_v<OpTy, nn::AcosOp>)
+      d = neg(b, rsqrt(sub(b, one, mul(b, x, x))));
+    else if constexpr (std::is_same_v<OpTy, nn::AtanOp>)
+      d = div(b, one, add(b, one, mul(b, x, x)));
+    else if constexpr (std::is_same_v<OpTy, nn::SinhOp>)
+      d = nn::CoshOp::create(b, x);
+    else if constexpr (std::is_same_v<OpTy, nn::CoshOp>)
+      d = nn::SinhOp::create(b, x);
+    else if constexpr (std::is_same_v<OpTy, nn::AsinhOp>)
+      d = rsqrt(add(b, mul(b, x, x), one));
+    else if constexpr (std::is_same_v<OpTy, nn::AcoshOp>)
+      d = rsqrt(sub(b, mul(b, x, x), one));
+    else
+      d = div(b, one, sub(b, one, mul(b, x, x)));
+    out.push_back(mul(b, g[0], d));
+    return success();
+  }
+};
+#define TRIG_RULE(NAME, OP) struct NAME : TrigRule<NAME, OP> {};
+TRIG_RULE(TanRule, nn::TanOp)
+TRIG_RULE(AsinRule, nn::AsinOp)
+TRIG_RULE(AcosRule, nn::AcosOp)
+TRIG_RULE(AtanRule, nn::AtanOp)
+TRIG_RULE(SinhRule, nn::SinhOp)
+TRIG_RULE(CoshRule, nn::CoshOp)
+TRIG_RULE(AsinhRule, nn::AsinhOp)
+TRIG_RULE(AcoshRule, nn::AcoshOp)
+TRIG_RULE(AtanhRule, nn::AtanhOp)
+#undef TRIG_RULE
 
 /// Piecewise-constant or boolean results: no gradient reaches the operands.
 template <typename OpTy>
@@ -508,6 +585,19 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::CosOp::attachInterface<CosRule>(*ctx);
     nn::FloorOp::attachInterface<NoGradientRule<nn::FloorOp>>(*ctx);
     nn::CeilOp::attachInterface<NoGradientRule<nn::CeilOp>>(*ctx);
+    nn::RoundOp::attachInterface<NoGradientRule<nn::RoundOp>>(*ctx);
+    nn::ArgReduceOp::attachInterface<NoGradientRule<nn::ArgReduceOp>>(*ctx);
+    nn::TanOp::attachInterface<TanRule>(*ctx);
+    nn::AsinOp::attachInterface<AsinRule>(*ctx);
+    nn::AcosOp::attachInterface<AcosRule>(*ctx);
+    nn::AtanOp::attachInterface<AtanRule>(*ctx);
+    nn::SinhOp::attachInterface<SinhRule>(*ctx);
+    nn::CoshOp::attachInterface<CoshRule>(*ctx);
+    nn::AsinhOp::attachInterface<AsinhRule>(*ctx);
+    nn::AcoshOp::attachInterface<AcoshRule>(*ctx);
+    nn::AtanhOp::attachInterface<AtanhRule>(*ctx);
+    nn::ReduceMaxOp::attachInterface<ReduceMaxRule>(*ctx);
+    nn::ReduceMinOp::attachInterface<ReduceMinRule>(*ctx);
     nn::CompareOp::attachInterface<NoGradientRule<nn::CompareOp>>(*ctx);
     nn::LogicalOp::attachInterface<NoGradientRule<nn::LogicalOp>>(*ctx);
     nn::NotOp::attachInterface<NoGradientRule<nn::NotOp>>(*ctx);

@@ -187,40 +187,64 @@ LogicalResult Scheduler::gemm(linalg::GenericOp op) {
       !matrix(2, m, n, M, N, tc, ldc) || tc)
     return op.emitError("rewire-compile: --target=cuda: a contraction whose operands are not "
                         "row-major matrices with a unit inner stride");
-  // Batch loops collapse into one strided batch.
-  int64_t count = 1, sa = 0, sb = 0, sc = 0;
+  // Batch loops collapse into strided batches: runs of loops whose strides
+  // nest (innermost first); the innermost run is one strided-batched GEMM,
+  // and each index of the outer runs (a [B, H] batch of transposed heads
+  // whose strides do not nest) gets a GEMM of its own at its offsets.
+  struct Run {
+    int64_t count = 1, sa = 0, sb = 0, sc = 0;
+  };
+  SmallVector<Run> runs;
   for (int i = static_cast<int>(batch.size()) - 1; i >= 0; --i) {
     unsigned d = batch[i];
     if (loops[d] == 1)
       continue;
-    int64_t s[3] = {stride(0, d), stride(1, d), stride(2, d)};
-    if (count == 1) {
-      sa = s[0], sb = s[1], sc = s[2];
-    } else if (s[0] != sa * count || s[1] != sb * count || s[2] != sc * count) {
-      return op.emitError("rewire-compile: --target=cuda: batch dimensions of a contraction "
-                          "that do not collapse into one stride");
+    int64_t st[3] = {stride(0, d), stride(1, d), stride(2, d)};
+    if (!runs.empty()) {
+      Run &r = runs.back();
+      if (st[0] == r.sa * r.count && st[1] == r.sb * r.count && st[2] == r.sc * r.count) {
+        r.count *= loops[d];
+        continue;
+      }
     }
-    count *= loops[d];
+    runs.push_back({loops[d], st[0], st[1], st[2]});
   }
+  Run inner = runs.empty() ? Run() : runs.front();
+  int64_t outerCount = 1;
+  for (size_t i = 1; i < runs.size(); ++i)
+    outerCount *= runs[i].count;
+  if (outerCount > 4096)
+    return op.emitError("rewire-compile: --target=cuda: a contraction whose batch dimensions "
+                        "need more than 4096 separate GEMMs (their strides do not nest)");
   // A broadcast B over a batch of row-major A and C is one taller GEMM.
-  if (count > 1 && sb == 0 && !ta && sa == M * lda && sc == M * ldc) {
-    M *= count;
-    count = 1;
-    sa = sc = 0;
+  if (runs.size() <= 1 && inner.count > 1 && inner.sb == 0 && !ta && inner.sa == M * lda &&
+      inner.sc == M * ldc) {
+    M *= inner.count;
+    inner = Run();
   }
   int a = use(ops[0]), b = use(ops[1]), c = use(ops[2]);
-  std::string s = "{\"op\":\"gemm\",\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
-                  ",\"c\":" + std::to_string(c) + ",\"ta\":" + std::to_string(ta) +
-                  ",\"tb\":" + std::to_string(tb) + ",\"m\":" + std::to_string(M) +
-                  ",\"n\":" + std::to_string(N) + ",\"k\":" + std::to_string(K) +
-                  ",\"lda\":" + std::to_string(lda) + ",\"ldb\":" + std::to_string(ldb) +
-                  ",\"ldc\":" + std::to_string(ldc) + ",\"oa\":" + std::to_string(l[0].offset) +
-                  ",\"ob\":" + std::to_string(l[1].offset) + ",\"oc\":" +
-                  std::to_string(l[2].offset) + ",\"batch\":" + std::to_string(count) +
-                  ",\"sa\":" + std::to_string(sa) + ",\"sb\":" + std::to_string(sb) +
-                  ",\"sc\":" + std::to_string(sc) +
-                  ",\"beta\":" + (op->hasAttr("rewire.beta_zero") ? "0" : "1") + "}";
-  steps.push_back(s);
+  for (int64_t flat = 0; flat < outerCount; ++flat) {
+    int64_t oa = l[0].offset, ob = l[1].offset, oc = l[2].offset;
+    for (size_t i = 1, rem = flat; i < runs.size(); ++i) {
+      int64_t j = rem % runs[i].count;
+      rem /= runs[i].count;
+      oa += j * runs[i].sa;
+      ob += j * runs[i].sb;
+      oc += j * runs[i].sc;
+    }
+    std::string s = "{\"op\":\"gemm\",\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
+                    ",\"c\":" + std::to_string(c) + ",\"ta\":" + std::to_string(ta) +
+                    ",\"tb\":" + std::to_string(tb) + ",\"m\":" + std::to_string(M) +
+                    ",\"n\":" + std::to_string(N) + ",\"k\":" + std::to_string(K) +
+                    ",\"lda\":" + std::to_string(lda) + ",\"ldb\":" + std::to_string(ldb) +
+                    ",\"ldc\":" + std::to_string(ldc) + ",\"oa\":" + std::to_string(oa) +
+                    ",\"ob\":" + std::to_string(ob) + ",\"oc\":" + std::to_string(oc) +
+                    ",\"batch\":" + std::to_string(inner.count) +
+                    ",\"sa\":" + std::to_string(inner.sa) + ",\"sb\":" + std::to_string(inner.sb) +
+                    ",\"sc\":" + std::to_string(inner.sc) +
+                    ",\"beta\":" + (op->hasAttr("rewire.beta_zero") ? "0" : "1") + "}";
+    steps.push_back(s);
+  }
   return success();
 }
 

@@ -411,6 +411,24 @@ LogicalResult Exporter::exportOp(Operation *op) {
       .Case([&](nn::CosOp) { simple("Cos"); return success(); })
       .Case([&](nn::FloorOp) { simple("Floor"); return success(); })
       .Case([&](nn::CeilOp) { simple("Ceil"); return success(); })
+      .Case([&](nn::RoundOp) { simple("Round"); return success(); })
+      .Case([&](nn::TanOp) { simple("Tan"); return success(); })
+      .Case([&](nn::AsinOp) { simple("Asin"); return success(); })
+      .Case([&](nn::AcosOp) { simple("Acos"); return success(); })
+      .Case([&](nn::AtanOp) { simple("Atan"); return success(); })
+      .Case([&](nn::SinhOp) { simple("Sinh"); return success(); })
+      .Case([&](nn::CoshOp) { simple("Cosh"); return success(); })
+      .Case([&](nn::AsinhOp) { simple("Asinh"); return success(); })
+      .Case([&](nn::AcoshOp) { simple("Acosh"); return success(); })
+      .Case([&](nn::AtanhOp) { simple("Atanh"); return success(); })
+      .Case([&](nn::ArgReduceOp r) {
+        onnx::NodeProto *n = simple(r.getKind() == nn::ArgReduceKind::max ? "ArgMax" : "ArgMin");
+        GraphBuilder::attr(n, "axis", static_cast<int64_t>(r.getAxis()));
+        GraphBuilder::attr(n, "keepdims", int64_t(r.getKeepdims() ? 1 : 0));
+        if (r.getSelectLastIndex())
+          GraphBuilder::attr(n, "select_last_index", int64_t(1));
+        return success();
+      })
       .Case([&](nn::MaxOp) { simple("Max"); return success(); })
       .Case([&](nn::MinOp) { simple("Min"); return success(); })
       .Case([&](nn::NotOp) { simple("Not"); return success(); })
@@ -496,10 +514,14 @@ LogicalResult Exporter::exportOp(Operation *op) {
         if (bn.getTraining()) {
           GraphBuilder::attr(node, "momentum", bn.getMomentum().convertToFloat());
           GraphBuilder::attr(node, "training_mode", int64_t(1));
+          // ONNX requires the running-statistics outputs in training mode
+          // (nothing in the graph reads them).
+          node->add_output(b.fresh("running_mean"));
+          node->add_output(b.fresh("running_var"));
         }
         return success();
       })
-      .Case<nn::ReduceMeanOp, nn::ReduceSumOp>([&](Operation *r) {
+      .Case<nn::ReduceMeanOp, nn::ReduceSumOp, nn::ReduceMaxOp, nn::ReduceMinOp>([&](Operation *r) {
         // nn's empty axes mean "all"; ONNX's too, but only by default.
         auto axesAttr = r->getAttrOfType<DenseI64ArrayAttr>("axes");
         SmallVector<int64_t> axes(axesAttr ? axesAttr.asArrayRef()
@@ -509,7 +531,10 @@ LogicalResult Exporter::exportOp(Operation *op) {
             axes.push_back(i);
         auto keep = r->getAttrOfType<BoolAttr>("keepdims");
         b.bind(r->getResult(0),
-               b.reduce(isa<nn::ReduceMeanOp>(r) ? "ReduceMean" : "ReduceSum",
+               b.reduce(isa<nn::ReduceMeanOp>(r)  ? "ReduceMean"
+                        : isa<nn::ReduceMaxOp>(r) ? "ReduceMax"
+                        : isa<nn::ReduceMinOp>(r) ? "ReduceMin"
+                                                  : "ReduceSum",
                         in(0), axes, !keep || keep.getValue()));
         return success();
       })

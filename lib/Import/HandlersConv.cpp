@@ -220,10 +220,10 @@ HandlerResult globalAveragePool(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Conv", 11, 21, conv},
-    {"MaxPool", 11, 21, maxPool},
-    {"GlobalAveragePool", 11, 21, globalAveragePool},
-    {"AveragePool", 11, 21, averagePool},
+    {"Conv", 1, 21, conv},
+    {"MaxPool", 8, 21, maxPool},
+    {"GlobalAveragePool", 1, 21, globalAveragePool},
+    {"AveragePool", 7, 21, averagePool},
 };
 
 } // namespace

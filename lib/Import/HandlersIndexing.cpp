@@ -106,14 +106,21 @@ HandlerResult gatherElements(NodeContext &c) {
   auto data = c.tensorInput(0), idx = c.tensorInput(1);
   if (failed(data) || failed(idx))
     return failure();
+  return single(gatherElementsOf(c, *data, *idx, c.intAttrOr("axis", 0)));
+}
+
+} // namespace
+
+FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value dataV, Value idxV,
+                                                       int64_t axis) {
+  auto data = &dataV, idx = &idxV;
   auto dt = typeOf(*data), it = typeOf(*idx);
   if (!dt.hasStaticShape() || !it.hasStaticShape() || dt.getRank() != it.getRank() ||
       dt.getRank() < 1)
     return c.error() << "expects static data and indices of the same rank, got "
                      << dt << " and " << it;
   int64_t rank = dt.getRank();
-  int64_t axis = c.intAttrOr("axis", 0);
-  if (!normalizeAxis(axis, rank))
+  if (!normalizeAxisInPlace(axis, rank))
     return c.error() << "axis " << axis << " is out of range for rank " << rank;
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && it.getDimSize(d) > dt.getDimSize(d))
@@ -145,7 +152,7 @@ HandlerResult gatherElements(NodeContext &c) {
                          << " of size " << dim;
       lin.push_back(base[i] + (v < 0 ? v + dim : v) * strides[axis]);
     }
-    return single(gather(c, *flatData, i64Constant(c, it.getShape(), lin), 0));
+    return gather(c, *flatData, i64Constant(c, it.getShape(), lin), 0);
   }
   // Run-time indices: normalize negatives, keep in-range ones, and send
   // out-of-range ones to `total` (the check of the gather reports it).
@@ -182,8 +189,10 @@ HandlerResult gatherElements(NodeContext &c) {
   auto safe = createInferred<nn::WhereOp>(c, {ok->getResult(), lin->getResult(), scalar(total)});
   if (failed(safe))
     return failure();
-  return single(gather(c, *flatData, safe->getResult(), 0));
+  return gather(c, *flatData, safe->getResult(), 0);
 }
+
+namespace {
 
 /// A constant of `shape` filled with `v` in `x`'s element type.
 Value filled(NodeContext &c, Value x, ArrayRef<int64_t> shape, Attribute v) {
@@ -208,7 +217,7 @@ HandlerResult pad(NodeContext &c) {
     if (failed(a))
       return failure();
     for (int64_t ax : *a) {
-      if (!normalizeAxis(ax, rank))
+      if (!normalizeAxisInPlace(ax, rank))
         return c.error() << "axis " << ax << " is out of range for rank " << rank;
       axes.push_back(ax);
     }
@@ -297,7 +306,163 @@ HandlerResult pad(NodeContext &c) {
   return SmallVector<Value>{y};
 }
 
+/// ArgMax / ArgMin as nn.arg_reduce.
+HandlerResult argReduce(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (!isa<FloatType>(t.getElementType()) || !t.hasStaticShape())
+    return c.error() << "expects a static floating-point input, got " << t;
+  int64_t axis = c.intAttrOr("axis", 0), rank = t.getRank();
+  if (!normalizeAxisInPlace(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  bool keep = c.intAttrOr("keepdims", 1) != 0;
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      shape.push_back(t.getDimSize(d));
+    else if (keep)
+      shape.push_back(1);
+  auto kind = c.node.getOpType() == "ArgMax" ? nn::ArgReduceKind::max : nn::ArgReduceKind::min;
+  auto op = nn::ArgReduceOp::create(
+      c.b, c.loc(), RankedTensorType::get(shape, c.b.getI64Type()),
+      c.b.getAttr<nn::ArgReduceKindAttr>(kind), *x, c.b.getI64IntegerAttr(axis),
+      c.b.getBoolAttr(keep), c.intAttrOr("select_last_index", 0) ? c.b.getUnitAttr() : UnitAttr());
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return SmallVector<Value>{op};
+}
+
+/// An i64 [1, .., n, .., 1] constant 0..n-1 along `axis` of a rank-`rank`
+/// tensor.
+Value iotaAlong(NodeContext &c, int64_t n, int64_t axis, int64_t rank) {
+  SmallVector<int64_t> shape(rank, 1), values;
+  shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(i);
+  return i64Constant(c, shape, values);
+}
+
+/// Hardmax(x, axis): 1 at the first maximum along axis, 0 elsewhere (over
+/// dims [axis, rank) flattened before opset 13).
+HandlerResult hardmax(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (!isa<FloatType>(t.getElementType()) || !t.hasStaticShape())
+    return c.error() << "expects a static floating-point input, got " << t;
+  int64_t rank = t.getRank();
+  bool coerced = c.opset() < 13;
+  int64_t axis = c.intAttrOr("axis", coerced ? 1 : -1);
+  if (!normalizeAxisInPlace(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  Value in = *x;
+  int64_t red = axis, redRank = rank;
+  if (coerced && axis != rank - 1) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < axis ? outer : inner) *= t.getDimSize(d);
+    auto r = reshape(c, in, {outer, inner});
+    if (failed(r))
+      return failure();
+    in = *r;
+    red = 1;
+    redRank = 2;
+  }
+  auto it = typeOf(in);
+  SmallVector<int64_t> kept(it.getShape());
+  kept[red] = 1;
+  auto arg = nn::ArgReduceOp::create(c.b, c.loc(), RankedTensorType::get(kept, c.b.getI64Type()),
+                                     c.b.getAttr<nn::ArgReduceKindAttr>(nn::ArgReduceKind::max), in,
+                                     c.b.getI64IntegerAttr(red), c.b.getBoolAttr(true), UnitAttr());
+  auto eq = createInferred<nn::CompareOp>(
+      c, {iotaAlong(c, it.getDimSize(red), red, redRank), arg.getResult()},
+      {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::eq))});
+  if (failed(eq))
+    return failure();
+  Value y = nn::CastOp::create(c.b, c.loc(), it, eq->getResult());
+  if (redRank != rank) {
+    auto r = reshape(c, y, t.getShape());
+    if (failed(r))
+      return failure();
+    y = *r;
+  }
+  return SmallVector<Value>{y};
+}
+
+/// OneHot(indices, depth, [off, on], axis): on where the (wrapped) index
+/// equals the position along the new axis, off elsewhere (an index outside
+/// [-depth, depth) matches nothing).
+HandlerResult oneHot(NodeContext &c) {
+  auto idx = c.tensorInput(0), values = c.tensorInput(2);
+  auto depthV = c.tensorInput(1);
+  if (failed(idx) || failed(values) || failed(depthV))
+    return failure();
+  std::optional<int64_t> depth;
+  if (auto cst = depthV->getDefiningOp<nn::ConstantOp>()) {
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (dense && dense.getNumElements() == 1) {
+      if (isa<FloatType>(dense.getElementType()))
+        depth = static_cast<int64_t>((*dense.getValues<APFloat>().begin()).convertToDouble());
+      else
+        depth = (*dense.getValues<APInt>().begin()).getSExtValue();
+    }
+  }
+  if (!depth || *depth < 1 || *depth > (1 << 24))
+    return c.error() << "depth must be a constant scalar in [1, 2^24]";
+  auto vt = typeOf(*values), it = typeOf(*idx);
+  if (vt.getNumElements() != 2 || !it.hasStaticShape())
+    return c.error() << "values must hold [off, on] and indices must be static";
+  int64_t rank = it.getRank() + 1, axis = c.intAttrOr("axis", -1);
+  if (!normalizeAxisInPlace(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  Value ix = *idx;
+  auto i64 = RankedTensorType::get(it.getShape(), c.b.getI64Type());
+  if (isa<FloatType>(it.getElementType()))
+    ix = nn::CastOp::create(c.b, c.loc(), i64, ix); // ONNX: indices are cast
+  else if (it.getElementType() != c.b.getI64Type())
+    ix = nn::CastOp::create(c.b, c.loc(), i64, ix);
+  auto scalar = [&](int64_t v) { return i64Constant(c, {}, {v}); };
+  auto pred = [&](nn::ComparePredicate p) {
+    return c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(p));
+  };
+  auto neg = createInferred<nn::CompareOp>(c, {ix, scalar(0)}, {pred(nn::ComparePredicate::lt)});
+  auto wrapped = createInferred<nn::AddOp>(c, {ix, scalar(*depth)});
+  if (failed(neg) || failed(wrapped))
+    return failure();
+  auto norm = createInferred<nn::WhereOp>(c, {neg->getResult(), wrapped->getResult(), ix});
+  if (failed(norm))
+    return failure();
+  auto un = createInferred<nn::UnsqueezeOp>(
+      c, {norm->getResult()}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({axis}))});
+  if (failed(un))
+    return failure();
+  auto eq = createInferred<nn::CompareOp>(c, {un->getResult(), iotaAlong(c, *depth, axis, rank)},
+                                          {pred(nn::ComparePredicate::eq)});
+  if (failed(eq))
+    return failure();
+  auto flat = reshape(c, *values, {2});
+  if (failed(flat))
+    return failure();
+  auto pick = [&](int64_t i) -> FailureOr<Value> {
+    auto g = gather(c, *flat, i64Constant(c, {}, {i}), 0);
+    return g;
+  };
+  auto off = pick(0), on = pick(1);
+  if (failed(off) || failed(on))
+    return failure();
+  return single(createInferred<nn::WhereOp>(c, {eq->getResult(), *on, *off}));
+}
+
 const Handler kHandlers[] = {
+    {"ArgMax", 11, 21, argReduce},
+    {"ArgMin", 11, 21, argReduce},
+    {"Hardmax", 11, 21, hardmax},
+    {"OneHot", 11, 21, oneHot},
     {"GatherND", 12, 21, gatherND},
     {"GatherElements", 11, 21, gatherElements},
     {"Pad", 11, 21, pad},

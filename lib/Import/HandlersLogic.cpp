@@ -350,8 +350,58 @@ HandlerResult mod(NodeContext &c) {
       }));
   if (failed(folded) || *folded)
     return single(folded);
-  return c.error() << "Mod is supported on constant integers only (shape arithmetic); "
-                      "this one has operands computed at run time";
+  // At run time: r = a - trunc(a / b) * b (C's fmod; integer nn.div
+  // truncates, floats truncate through floor/ceil), then for fmod = 0 the
+  // remainder takes the divisor's sign: r + b where r != 0 and the signs
+  // differ.
+  Type elt = typeOf(*a).getElementType();
+  bool isFloat = isa<FloatType>(elt);
+  if (isFloat && !fmod)
+    return c.error() << "fmod = 0 is only defined for integers (ONNX Mod)";
+  if (typeOf(*b).getElementType() != elt)
+    return c.error() << "the operands must have one element type";
+  auto bin = [&](auto tag, Value x, Value y) -> Value {
+    using OpTy = decltype(tag);
+    if (!x || !y)
+      return {};
+    auto op = createInferred<OpTy>(c, {x, y});
+    return succeeded(op) ? op->getResult() : Value();
+  };
+  auto cmp = [&](nn::ComparePredicate p, Value x, Value y) -> Value {
+    if (!x || !y)
+      return {};
+    auto op = createInferred<nn::CompareOp>(
+        c, {x, y}, {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(p))});
+    return succeeded(op) ? op->getResult() : Value();
+  };
+  auto sel = [&](Value m, Value x, Value y) -> Value {
+    if (!m || !x || !y)
+      return {};
+    auto op = createInferred<nn::WhereOp>(c, {m, x, y});
+    return succeeded(op) ? op->getResult() : Value();
+  };
+  Value zero = splat(c, RankedTensorType::get({}, elt), 0);
+  Value q = bin(nn::DivOp(), *a, *b);
+  if (isFloat && q)
+    q = sel(cmp(nn::ComparePredicate::lt, q, zero), nn::CeilOp::create(c.b, c.loc(), q),
+            nn::FloorOp::create(c.b, c.loc(), q));
+  Value r = bin(nn::SubOp(), *a, bin(nn::MulOp(), q, *b));
+  if (!fmod && r) {
+    auto lg = [&](nn::LogicalKind k, Value x, Value y) -> Value {
+      if (!x || !y)
+        return {};
+      auto op = createInferred<nn::LogicalOp>(
+          c, {x, y}, {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(k))});
+      return succeeded(op) ? op->getResult() : Value();
+    };
+    Value differ = lg(nn::LogicalKind::xor_, cmp(nn::ComparePredicate::lt, r, zero),
+                      cmp(nn::ComparePredicate::lt, *b, zero));
+    Value fix = lg(nn::LogicalKind::and_, cmp(nn::ComparePredicate::ne, r, zero), differ);
+    r = sel(fix, bin(nn::AddOp(), r, *b), r);
+  }
+  if (!r)
+    return failure();
+  return SmallVector<Value>{r};
 }
 
 //===----------------------------------------------------------------------===//
@@ -515,6 +565,41 @@ HandlerResult trilu(NodeContext &c) {
   return single(createInferred<nn::WhereOp>(c, {mask, *x, zero}));
 }
 
+/// EyeLike(x, k, dtype): ones on diagonal k of a 2-D tensor shaped like x.
+HandlerResult eyeLike(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (t.getRank() != 2 || !t.hasStaticShape())
+    return c.error() << "expects a static 2-D input, got " << t;
+  Type elt = t.getElementType();
+  if (auto dt = c.intAttr("dtype")) {
+    elt = elementTypeOf(c.b.getContext(), static_cast<int32_t>(*dt));
+    if (!elt)
+      return c.error() << "unsupported dtype " << *dt;
+  }
+  int64_t k = c.intAttrOr("k", 0), m = t.getDimSize(0), n = t.getDimSize(1);
+  auto type = RankedTensorType::get({m, n}, elt);
+  if (isa<FloatType>(elt)) {
+    SmallVector<APFloat> v;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        APFloat f(j - i == k ? 1.0 : 0.0);
+        bool lost;
+        f.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        v.push_back(f);
+      }
+    return SmallVector<Value>{
+        nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, v))};
+  }
+  SmallVector<int64_t> v;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      v.push_back(j - i == k);
+  return SmallVector<Value>{intOrBoolConstant(c, type, v)};
+}
+
 /// CumSum: folded on a constant integer tensor (position ids of a constant
 /// mask), else nn.cumsum.
 HandlerResult cumSum(NodeContext &c) {
@@ -526,7 +611,7 @@ HandlerResult cumSum(NodeContext &c) {
   if (axisV->size() != 1)
     return c.error() << "axis must be a scalar";
   int64_t axis = (*axisV)[0];
-  if (!normalizeAxis(axis, t.getRank()))
+  if (!normalizeAxisInPlace(axis, t.getRank()))
     return c.error() << "axis " << axis << " is out of range for rank " << t.getRank();
   Type elt = t.getElementType();
   if (!isa<FloatType>(elt) && !(elt.isSignlessInteger() && !elt.isInteger(1)))
@@ -640,36 +725,46 @@ HandlerResult abs(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Equal", 11, 21, compare<nn::ComparePredicate::eq>},
-    {"Less", 11, 21, compare<nn::ComparePredicate::lt>},
+    {"Equal", 7, 21, compare<nn::ComparePredicate::eq>},
+    {"Less", 7, 21, compare<nn::ComparePredicate::lt>},
     {"LessOrEqual", 12, 21, compare<nn::ComparePredicate::le>},
-    {"Greater", 11, 21, compare<nn::ComparePredicate::gt>},
+    {"Greater", 7, 21, compare<nn::ComparePredicate::gt>},
     {"GreaterOrEqual", 12, 21, compare<nn::ComparePredicate::ge>},
-    {"IsNaN", 11, 21, isNaN},
-    {"IsInf", 11, 21, isInf},
-    {"And", 11, 21, logical<nn::LogicalKind::and_>},
-    {"Or", 11, 21, logical<nn::LogicalKind::or_>},
-    {"Xor", 11, 21, logical<nn::LogicalKind::xor_>},
-    {"Not", 11, 21, notOp},
-    {"Where", 11, 21, where},
-    {"Max", 11, 21, extremum<nn::MaxOp>},
-    {"Min", 11, 21, extremum<nn::MinOp>},
-    {"Clip", 11, 21, clip},
-    {"Mod", 11, 21, mod},
-    {"ConstantOfShape", 11, 21, constantOfShape},
+    {"IsNaN", 9, 21, isNaN},
+    {"IsInf", 10, 21, isInf},
+    {"And", 7, 21, logical<nn::LogicalKind::and_>},
+    {"Or", 7, 21, logical<nn::LogicalKind::or_>},
+    {"Xor", 7, 21, logical<nn::LogicalKind::xor_>},
+    {"Not", 1, 21, notOp},
+    {"Where", 9, 21, where},
+    {"Max", 8, 21, extremum<nn::MaxOp>},
+    {"Min", 8, 21, extremum<nn::MinOp>},
+    {"Clip", 6, 21, clip},
+    {"Mod", 10, 21, mod},
+    {"ConstantOfShape", 9, 21, constantOfShape},
     {"Range", 11, 21, range},
-    {"Expand", 11, 21, expand},
-    {"Tile", 11, 21, tile},
+    {"Expand", 8, 21, expand},
+    {"Tile", 6, 21, tile},
     {"Trilu", 14, 21, trilu},
     {"CumSum", 11, 21, cumSum},
-    {"HardSigmoid", 11, 21, hardSigmoid},
+    {"HardSigmoid", 6, 21, hardSigmoid},
     {"HardSwish", 14, 21, hardSwish},
-    {"Abs", 11, 21, abs},
-    {"Log", 11, 21, floatUnary<nn::LogOp>},
-    {"Sin", 11, 21, floatUnary<nn::SinOp>},
-    {"Cos", 11, 21, floatUnary<nn::CosOp>},
-    {"Floor", 11, 21, floatUnary<nn::FloorOp>},
-    {"Ceil", 11, 21, floatUnary<nn::CeilOp>},
+    {"Abs", 6, 21, abs},
+    {"Log", 6, 21, floatUnary<nn::LogOp>},
+    {"Sin", 7, 21, floatUnary<nn::SinOp>},
+    {"Cos", 7, 21, floatUnary<nn::CosOp>},
+    {"Floor", 6, 21, floatUnary<nn::FloorOp>},
+    {"Ceil", 6, 21, floatUnary<nn::CeilOp>},
+    {"Tan", 7, 21, floatUnary<nn::TanOp>},
+    {"Asin", 7, 21, floatUnary<nn::AsinOp>},
+    {"Acos", 7, 21, floatUnary<nn::AcosOp>},
+    {"Atan", 7, 21, floatUnary<nn::AtanOp>},
+    {"Sinh", 9, 21, floatUnary<nn::SinhOp>},
+    {"Cosh", 9, 21, floatUnary<nn::CoshOp>},
+    {"Asinh", 9, 21, floatUnary<nn::AsinhOp>},
+    {"Acosh", 9, 21, floatUnary<nn::AcoshOp>},
+    {"Atanh", 9, 21, floatUnary<nn::AtanhOp>},
+    {"EyeLike", 9, 21, eyeLike},
 };
 
 } // namespace

@@ -11,6 +11,8 @@
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_import;
@@ -100,7 +102,14 @@ HandlerResult binary(NodeContext &c) {
     return failure();
   if (*folded)
     return SmallVector<Value>{*folded};
-  return single(createInferred<OpTy>(c, {*lhs, *rhs}));
+  Value r = *rhs;
+  // Pow's exponent may have another type than its base (x^2 with an
+  // integer 2): computed in the base's type.
+  auto lt = cast<RankedTensorType>(lhs->getType()), rt = cast<RankedTensorType>(r.getType());
+  if (std::is_same_v<OpTy, nn::PowOp> && lt.getElementType() != rt.getElementType() &&
+      isa<FloatType>(lt.getElementType()))
+    r = nn::CastOp::create(c.b, c.loc(), RankedTensorType::get(rt.getShape(), lt.getElementType()), r);
+  return single(createInferred<OpTy>(c, {*lhs, r}));
 }
 
 template <typename OpTy>
@@ -193,7 +202,7 @@ HandlerResult softmax(NodeContext &c) {
   int64_t rank = type.getRank();
   bool coerced = c.opset() < 13;
   int64_t axis = c.intAttrOr("axis", coerced ? 1 : -1);
-  if (!normalizeAxis(axis, rank))
+  if (!normalizeAxisInPlace(axis, rank))
     return c.error() << "axis " << axis << " is out of range for rank "
                      << rank;
   if (!coerced || axis == rank - 1)
@@ -212,26 +221,13 @@ HandlerResult softmax(NodeContext &c) {
   return SmallVector<Value>{nn::ReshapeOp::create(c.b, c.loc(), type, s)};
 }
 
-HandlerResult layerNorm(NodeContext &c) {
-  auto x = c.tensorInput(0), scale = c.tensorInput(1);
-  if (failed(x) || failed(scale))
-    return failure();
-  auto op = nn::LayerNormOp::create(
-      c.b, c.loc(), x->getType(), *x, *scale, c.input(2),
-      c.b.getI64IntegerAttr(c.intAttrOr("axis", -1)),
-      c.b.getF32FloatAttr(c.floatAttrOr("epsilon", 1e-5)));
-  if (failed(op.verify())) {
-    op.erase();
-    return failure();
-  }
-  return SmallVector<Value>{op}; // Mean and InvStdDev are not computed
-}
-
 HandlerResult batchNorm(NodeContext &c) {
   // training_mode = 1 (PyTorch's export of a model in train mode): batch
   // statistics; the running-statistics outputs are not computed here, the
   // training step updates them (nn.batch_norm's description).
   int64_t training = c.intAttrOr("training_mode", 0);
+  if (c.opset() < 9 && c.intAttrOr("spatial", 1) != 1)
+    return c.error() << "spatial = 0 (per-activation statistics) is not supported";
   if (training != 0 && training != 1)
     return c.error() << "training_mode must be 0 or 1, got " << training;
   SmallVector<Value> in;
@@ -257,12 +253,16 @@ HandlerResult batchNorm(NodeContext &c) {
   return SmallVector<Value>{op};
 }
 
-template <typename OpTy>
-HandlerResult reduce(NodeContext &c) {
-  auto x = c.tensorInput(0);
-  if (failed(x))
-    return failure();
+/// Axes and keepdims of a Reduce* node (axes from an attribute before the
+/// opset that made them an input: 13 for ReduceSum, 18 for the others).
+struct ReduceSpec {
   SmallVector<int64_t> axes;
+  bool keepdims = true;
+  bool noop = false; // empty axes with noop_with_empty_axes: the identity
+};
+
+FailureOr<ReduceSpec> reduceSpec(NodeContext &c) {
+  ReduceSpec spec;
   bool axesAsInput = c.node.getOpType() == "ReduceSum" ? c.opset() >= 13
                                                        : c.opset() >= 18;
   if (axesAsInput) {
@@ -270,44 +270,206 @@ HandlerResult reduce(NodeContext &c) {
       auto a = c.constantIntsInput(1, "axes");
       if (failed(a))
         return failure();
-      axes = *a;
+      spec.axes = *a;
     }
   } else if (auto a = c.intsAttr("axes")) {
-    axes = *a;
+    spec.axes = *a;
   }
-  if (axes.empty() && c.intAttrOr("noop_with_empty_axes", 0))
-    return SmallVector<Value>{*x};
-  bool keepdims = c.intAttrOr("keepdims", 1) != 0;
-  return single(createInferred<OpTy>(
-      c, {*x},
-      {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
-       c.b.getNamedAttr("keepdims", c.b.getBoolAttr(keepdims))}));
+  spec.noop = spec.axes.empty() && c.intAttrOr("noop_with_empty_axes", 0);
+  spec.keepdims = c.intAttrOr("keepdims", 1) != 0;
+  return spec;
+}
+
+template <typename OpTy>
+FailureOr<Value> reduceWith(NodeContext &c, Value x, const ReduceSpec &spec) {
+  if (spec.noop)
+    return x;
+  auto op = createInferred<OpTy>(
+      c, {x},
+      {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(spec.axes)),
+       c.b.getNamedAttr("keepdims", c.b.getBoolAttr(spec.keepdims))});
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+template <typename OpTy>
+HandlerResult reduce(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto spec = reduceSpec(c);
+  if (failed(x) || failed(spec))
+    return failure();
+  return single(reduceWith<OpTy>(c, *x, *spec));
+}
+
+Value scalarOf(NodeContext &c, Value like, double v) {
+  Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+  auto t = RankedTensorType::get({}, elt);
+  return nn::ConstantOp::create(c.b, c.loc(), t,
+                                DenseElementsAttr::get(t, FloatAttr::get(elt, v)));
+}
+
+/// The reductions written with the others: L1 = sum |x|, L2 = sqrt(sum x^2),
+/// SumSquare = sum x^2, LogSum = log(sum x), LogSumExp = m + log(sum exp(x - m))
+/// with m the (kept) max, so large inputs do not overflow; Prod as exp(sum
+/// log x) would lose signs, so it is not offered.
+HandlerResult composedReduce(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto spec = reduceSpec(c);
+  if (failed(x) || failed(spec))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return c.error() << "expects a floating-point input, got " << x->getType();
+  StringRef op = c.node.getOpType();
+  auto sq = [&]() -> FailureOr<Value> {
+    auto m = createInferred<nn::MulOp>(c, {*x, *x});
+    if (failed(m))
+      return failure();
+    return m->getResult();
+  };
+  if (op == "ReduceL1")
+    return single(reduceWith<nn::ReduceSumOp>(c, nn::AbsOp::create(c.b, c.loc(), *x), *spec));
+  if (op == "ReduceSumSquare" || op == "ReduceL2") {
+    auto s2 = sq();
+    if (failed(s2))
+      return failure();
+    auto r = reduceWith<nn::ReduceSumOp>(c, *s2, *spec);
+    if (failed(r) || op == "ReduceSumSquare")
+      return single(r);
+    return SmallVector<Value>{nn::SqrtOp::create(c.b, c.loc(), *r)};
+  }
+  if (op == "ReduceLogSum") {
+    auto r = reduceWith<nn::ReduceSumOp>(c, *x, *spec);
+    if (failed(r))
+      return failure();
+    return SmallVector<Value>{nn::LogOp::create(c.b, c.loc(), *r)};
+  }
+  // ReduceLogSumExp
+  ReduceSpec kept = *spec;
+  kept.keepdims = true;
+  auto m = reduceWith<nn::ReduceMaxOp>(c, *x, kept);
+  if (failed(m))
+    return failure();
+  // A row of -inf keeps m finite-free: exp(x - m) would be NaN; use 0 there.
+  Value mSafe = *m;
+  auto isInf = createInferred<nn::CompareOp>(
+      c, {*m, scalarOf(c, *m, -INFINITY)},
+      {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::eq))});
+  if (failed(isInf))
+    return failure();
+  auto safe = createInferred<nn::WhereOp>(c, {isInf->getResult(), scalarOf(c, *m, 0.0), *m});
+  if (failed(safe))
+    return failure();
+  mSafe = safe->getResult();
+  auto d = createInferred<nn::SubOp>(c, {*x, mSafe});
+  if (failed(d))
+    return failure();
+  auto s = reduceWith<nn::ReduceSumOp>(c, nn::ExpOp::create(c.b, c.loc(), d->getResult()), kept);
+  if (failed(s))
+    return failure();
+  auto lse = createInferred<nn::AddOp>(c, {nn::LogOp::create(c.b, c.loc(), *s), mSafe});
+  if (failed(lse))
+    return failure();
+  Value y = lse->getResult();
+  if (!spec->keepdims && !spec->noop) {
+    auto t = cast<RankedTensorType>(y.getType());
+    int64_t rank = t.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t a : spec->axes)
+      axes.push_back(a < 0 ? a + rank : a);
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < rank; ++i)
+      if (!axes.empty() && !llvm::is_contained(axes, i))
+        shape.push_back(t.getDimSize(i));
+    y = nn::ReshapeOp::create(c.b, c.loc(), RankedTensorType::get(shape, t.getElementType()), y);
+  }
+  return SmallVector<Value>{y};
+}
+
+HandlerResult layerNorm(NodeContext &c) {
+  auto x = c.tensorInput(0), scale = c.tensorInput(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  int64_t axis = c.intAttrOr("axis", -1);
+  double eps = c.floatAttrOr("epsilon", 1e-5);
+  auto op = nn::LayerNormOp::create(
+      c.b, c.loc(), x->getType(), *x, *scale, c.input(2),
+      c.b.getI64IntegerAttr(axis), c.b.getF32FloatAttr(eps));
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  SmallVector<Value> results = {op};
+  if (c.node.getNumResults() == 1)
+    return results;
+  // Mean and InvStdDev (kept dims) when the node names them: computed
+  // apart from the fused norm; unused ones are dropped after import.
+  auto t = cast<RankedTensorType>(x->getType());
+  int64_t rank = t.getRank();
+  if (!normalizeAxisInPlace(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  ReduceSpec spec;
+  spec.axes = axes;
+  auto mean = reduceWith<nn::ReduceMeanOp>(c, *x, spec);
+  if (failed(mean))
+    return failure();
+  results.push_back(*mean);
+  if (c.node.getNumResults() > 2) {
+    auto centered = createInferred<nn::SubOp>(c, {*x, *mean});
+    if (failed(centered))
+      return failure();
+    auto sq = createInferred<nn::MulOp>(c, {centered->getResult(), centered->getResult()});
+    if (failed(sq))
+      return failure();
+    auto var = reduceWith<nn::ReduceMeanOp>(c, sq->getResult(), spec);
+    if (failed(var))
+      return failure();
+    auto plus = createInferred<nn::AddOp>(c, {*var, scalarOf(c, *var, eps)});
+    if (failed(plus))
+      return failure();
+    auto inv = createInferred<nn::DivOp>(
+        c, {scalarOf(c, *var, 1.0), nn::SqrtOp::create(c.b, c.loc(), plus->getResult())});
+    if (failed(inv))
+      return failure();
+    results.push_back(inv->getResult());
+  }
+  return results;
 }
 
 const Handler kHandlers[] = {
-    {"Add", 11, 21, binary<nn::AddOp>},
-    {"Sub", 11, 21, binary<nn::SubOp>},
-    {"Mul", 11, 21, binary<nn::MulOp>},
-    {"Div", 11, 21, binary<nn::DivOp>},
-    {"Pow", 11, 21, binary<nn::PowOp>},
-    {"Relu", 11, 21, unary<nn::ReluOp>},
-    {"Sigmoid", 11, 21, unary<nn::SigmoidOp>},
-    {"Tanh", 11, 21, unary<nn::TanhOp>},
-    {"Erf", 11, 21, unary<nn::ErfOp>},
-    {"Exp", 11, 21, unary<nn::ExpOp>},
-    {"Sqrt", 11, 21, unary<nn::SqrtOp>},
-    {"Neg", 11, 21, unary<nn::NegOp>},
-    {"Reciprocal", 11, 21, reciprocal},
+    {"Add", 7, 21, binary<nn::AddOp>},
+    {"Sub", 7, 21, binary<nn::SubOp>},
+    {"Mul", 7, 21, binary<nn::MulOp>},
+    {"Div", 7, 21, binary<nn::DivOp>},
+    {"Pow", 7, 21, binary<nn::PowOp>},
+    {"Relu", 6, 21, unary<nn::ReluOp>},
+    {"Sigmoid", 6, 21, unary<nn::SigmoidOp>},
+    {"Tanh", 6, 21, unary<nn::TanhOp>},
+    {"Erf", 9, 21, unary<nn::ErfOp>},
+    {"Exp", 6, 21, unary<nn::ExpOp>},
+    {"Sqrt", 6, 21, unary<nn::SqrtOp>},
+    {"Neg", 6, 21, unary<nn::NegOp>},
+    {"Reciprocal", 6, 21, reciprocal},
     {"Gelu", 20, 21, gelu},
-    {"Identity", 11, 21, identity},
-    {"Dropout", 11, 21, dropout},
-    {"MatMul", 11, 21, matmul},
-    {"Gemm", 11, 21, gemm},
-    {"Softmax", 11, 21, softmax},
+    {"Identity", 1, 21, identity},
+    {"Dropout", 7, 21, dropout},
+    {"MatMul", 1, 21, matmul},
+    {"Gemm", 7, 21, gemm},
+    {"Softmax", 1, 21, softmax},
     {"LayerNormalization", 17, 21, layerNorm},
-    {"BatchNormalization", 11, 21, batchNorm},
-    {"ReduceMean", 11, 21, reduce<nn::ReduceMeanOp>},
-    {"ReduceSum", 11, 21, reduce<nn::ReduceSumOp>},
+    {"BatchNormalization", 7, 21, batchNorm},
+    {"ReduceMean", 1, 21, reduce<nn::ReduceMeanOp>},
+    {"ReduceSum", 1, 21, reduce<nn::ReduceSumOp>},
+    {"ReduceMax", 1, 21, reduce<nn::ReduceMaxOp>},
+    {"ReduceMin", 1, 21, reduce<nn::ReduceMinOp>},
+    {"ReduceL1", 1, 21, composedReduce},
+    {"ReduceL2", 1, 21, composedReduce},
+    {"ReduceSumSquare", 1, 21, composedReduce},
+    {"ReduceLogSum", 1, 21, composedReduce},
+    {"ReduceLogSumExp", 1, 21, composedReduce},
 };
 
 } // namespace

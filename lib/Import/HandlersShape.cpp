@@ -405,18 +405,42 @@ HandlerResult castOp(NodeContext &c) {
   return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
 }
 
+/// Size(x): the element count, a constant (static shapes).
+HandlerResult size(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  if (!tensorType(*x).hasStaticShape())
+    return c.error() << "the input's shape is dynamic; bind symbolic dimensions with --dim";
+  return SmallVector<Value>{
+      makeI64Constant(c.b, c.loc(), {tensorType(*x).getNumElements()}, /*scalar=*/true)};
+}
+
+/// CastLike(x, like): Cast to like's element type.
+HandlerResult castLike(NodeContext &c) {
+  auto x = c.tensorInput(0), like = c.tensorInput(1);
+  if (failed(x) || failed(like))
+    return failure();
+  auto type = RankedTensorType::get(tensorType(*x).getShape(), tensorType(*like).getElementType());
+  if (type == tensorType(*x))
+    return SmallVector<Value>{*x};
+  return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
+}
+
 const Handler kHandlers[] = {
-    {"Reshape", 11, 21, reshape},
-    {"Flatten", 11, 21, flatten},
-    {"Transpose", 11, 21, transpose},
-    {"Concat", 11, 21, concat},
-    {"Split", 11, 21, split},
-    {"Slice", 11, 21, slice},
-    {"Gather", 11, 21, gather},
-    {"Unsqueeze", 11, 21, reshapeAxes<nn::UnsqueezeOp>},
-    {"Squeeze", 11, 21, reshapeAxes<nn::SqueezeOp>},
-    {"Shape", 11, 21, shape},
-    {"Cast", 11, 21, castOp},
+    {"Size", 1, 21, size},
+    {"CastLike", 15, 21, castLike},
+    {"Reshape", 5, 21, reshape},
+    {"Flatten", 1, 21, flatten},
+    {"Transpose", 1, 21, transpose},
+    {"Concat", 4, 21, concat},
+    {"Split", 2, 21, split},
+    {"Slice", 10, 21, slice},
+    {"Gather", 1, 21, gather},
+    {"Unsqueeze", 1, 21, reshapeAxes<nn::UnsqueezeOp>},
+    {"Squeeze", 1, 21, reshapeAxes<nn::SqueezeOp>},
+    {"Shape", 1, 21, shape},
+    {"Cast", 6, 21, castOp},
 };
 
 } // namespace

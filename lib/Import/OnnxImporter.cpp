@@ -133,12 +133,14 @@ Value rewire::onnx_import::makeI64Constant(OpBuilder &b, Location loc,
 static ArrayRef<ArrayRef<Handler>> allTables() {
   static const ArrayRef<Handler> tables[] = {mathHandlers(), shapeHandlers(),
                                              convHandlers(), logicHandlers(),
-                                             indexingHandlers()};
+                                             indexingHandlers(), activationHandlers(),
+                                             lossHandlers()};
   return tables;
 }
 
 std::vector<rewire::onnx_import::SupportedOp> rewire::onnx_import::supportedOps() {
-  std::vector<SupportedOp> ops;
+  // Constant is imported before dispatch (a tensor, like an initializer).
+  std::vector<SupportedOp> ops = {{"Constant", 1, 21}};
   for (ArrayRef<Handler> table : allTables())
     for (const Handler &h : table)
       ops.push_back({h.opType, h.minOpset, h.maxOpset});
@@ -171,7 +173,7 @@ bool rewire::onnx_import::hasAnyHandler(StringRef opType) {
 
 namespace {
 
-constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 21;
 /// Integer initializers larger than this become parameters, not constants.
 constexpr int64_t kMaxIntConstantElements = 4096;

@@ -11,6 +11,7 @@
 #include "rewire/Import/OnnxImport.h"
 
 #include "dialects/nn/NNOps.h"
+#include "rewire/Support/Shape.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -126,6 +127,8 @@ llvm::ArrayRef<Handler> shapeHandlers();
 llvm::ArrayRef<Handler> convHandlers();
 llvm::ArrayRef<Handler> logicHandlers();
 llvm::ArrayRef<Handler> indexingHandlers();
+llvm::ArrayRef<Handler> activationHandlers();
+llvm::ArrayRef<Handler> lossHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);
@@ -163,6 +166,26 @@ mlir::FailureOr<OpTy> createInferred(NodeContext &c, mlir::ValueRange operands,
   if (mlir::failed(OpTy::inferReturnTypes(ctx, c.loc(), adaptor, types)))
     return mlir::failure();
   return OpTy::create(c.b, c.loc(), types, operands, attrs);
+}
+
+/// ONNX GatherElements(data, idx, axis) as nn ops (HandlersIndexing.cpp):
+/// a gather of the flattened data at idx * stride(axis) + the other
+/// coordinates; run-time indices out of range become one the run-time
+/// index check reports.
+mlir::FailureOr<mlir::Value> gatherElementsOf(NodeContext &c, mlir::Value data,
+                                              mlir::Value idx, int64_t axis);
+
+/// (x - m) - log(sum(exp(x - m))) over `axes`, m the max (HandlersActivations.cpp).
+mlir::FailureOr<mlir::Value> logSoftmaxOf(NodeContext &c, mlir::Value x,
+                                          llvm::ArrayRef<int64_t> axes);
+
+/// Normalizes `axis` into [0, rank) in place; false (axis unchanged) when it
+/// is out of range.
+inline bool normalizeAxisInPlace(int64_t &axis, int64_t rank) {
+  std::optional<int64_t> n = rewire::normalizeAxis(axis, rank);
+  if (n)
+    axis = *n;
+  return n.has_value();
 }
 
 /// Creates an nn.constant holding `values` as a 1-D (or 0-D when `scalar`)

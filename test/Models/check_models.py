@@ -8,11 +8,17 @@ scripts/make-model-fixtures.py) end to end with the built tools:
            (|got - want| <= 1e-4 * max|want| per element);
   rewrite  every residual-rewrite kind compiles and runs; the kinds whose
            init=identity keeps the function reproduce PyTorch's outputs
-           with it, within the same tolerance.
+           with it, within the same tolerance;
+  train    for the families with F/train.onnx: rewire-train's loss of each
+           step, run from PyTorch's state before it, matches PyTorch's
+           within 1e-5 (SGD, same batches; the 4-step loop within 1e-3), the
+           trained model exported back to ONNX runs in ONNX Runtime with
+           rewire-run's outputs (recorded on the family's first export).
 
     check_models.py [--only F,..] [--kind decoder|encoder|vision]
                     [--exports dynamo,torchscript,..]
-                    [--steps import,detect,run,rewrite] [--kinds K,..]
+                    [--steps import,detect,run,rewrite,train,cuda] [--kinds K,..]
+                    [--cuda-emulator LIBDIR]
                     [--table docs/models.md] [--jobs N]
 
 Prints one line per check ("ok" / "FAIL" / "unsupported", with the reason),
@@ -38,7 +44,13 @@ RTOL = 1e-4
 # (nag and ancre cannot: residual-rewrite refuses it; they run at init=paper).
 KINDS = {"rezero": True, "skipinit": True, "layerscale": True, "review": True,
          "highway": True, "denseformer": True, "lpa": True, "nag": False, "ancre": False}
-STEPS = ["import", "detect", "run", "rewrite"]
+STEPS = ["import", "detect", "run", "rewrite", "train"]  # and "cuda", on request
+CUDA_EMULATOR = None  # --cuda-emulator=LIBDIR
+# Training losses against PyTorch's: each step from PyTorch's state before
+# it (TRAIN_RTOL), and rewire-train's own 4-step loop, whose trajectory may
+# drift where a step hangs on a near-tie (batch norm over 2 images, ReLU,
+# max-pool windows: fp32 rounding routes the gradient differently).
+TRAIN_RTOL, TRAJECTORY_RTOL = 1e-5, 1e-3
 
 
 def tool(args, timeout=600):
@@ -121,6 +133,25 @@ def check(case, steps, kinds, work):
     if "run" in steps:
         rc, out = tool(["rewire-run", mlir] + case.inputs() + case.expected())
         res["run"] = ("ok", "") if rc == 0 else ("FAIL", reason(out))
+    if "cuda" in steps:
+        # Compiled for CUDA (PTX assembled by ptxas), run on a GPU or, with
+        # --cuda-emulator=LIBDIR, on the CUDA emulator (the artifact's own
+        # kernels compiled for the CPU, docs/cuda.md).
+        art = os.path.join(work, case.family + "." + case.tag + ".rwcu")
+        args = ["rewire-compile", mlir, "--target=cuda", "-o", art]
+        env = None
+        if CUDA_EMULATOR:
+            args.append("--emulator-kernels=" + art + ".emu.so")
+            emu = os.path.join(CUDA_EMULATOR, "librewire_cuda_emu.so")
+            env = dict(os.environ, REWIRE_LIBCUDA=emu, REWIRE_LIBCUBLAS=emu,
+                       REWIRE_CUDA_EMULATOR_KERNELS=art + ".emu.so")
+        rc, out = tool(args)
+        if rc != 0:
+            res["cuda"] = ("FAIL", "compile: " + reason(out))
+        else:
+            r = subprocess.run(["rewire-run", art] + case.inputs() + case.expected(),
+                               capture_output=True, text=True, env=env)
+            res["cuda"] = ("ok", "") if r.returncode == 0 else ("FAIL", reason(r.stdout + r.stderr))
     if "rewrite" in steps and case.meta["residuals"]:
         for kind in kinds:
             identity = KINDS[kind]
@@ -140,6 +171,75 @@ def check(case, steps, kinds, work):
             rc, out = tool(args)
             res["rewrite:" + kind] = ("ok", "") if rc == 0 else ("FAIL", reason(out))
     return case
+
+
+def check_training(family, meta, work):
+    """rewire-train on F/train.onnx against PyTorch (SGD, the same batches):
+    each step from PyTorch's own state before it (F/train.state<k>), so no
+    step inherits the other side's rounding; the 4-step trajectory of
+    rewire-train's own loop; then --export back to ONNX: ONNX Runtime's
+    outputs of the exported, trained model equal rewire-run's with the
+    trained parameters."""
+    folder = os.path.join(FIXTURES, family)
+    with open(os.path.join(folder, "train.json")) as f:
+        ref = json.load(f)
+    out = os.path.join(work, family + ".train")
+    os.makedirs(out, exist_ok=True)
+    onnx_path = os.path.join(folder, "train.onnx")
+    xs = np.load(os.path.join(folder, "train.inputs.npy"))
+    ys = np.load(os.path.join(folder, "train.targets.npy"))
+    bsz, want = ref["batch"], ref["pytorch_losses"]
+
+    def train(tag, steps, x, y, params=None):
+        xp, yp = os.path.join(out, tag + ".x.npy"), os.path.join(out, tag + ".y.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        m = os.path.join(out, tag + ".csv")
+        args = ["rewire-train", onnx_path, "--inputs=" + xp, "--targets=" + yp,
+                "--loss=cross_entropy", "--optimizer=sgd", "--lr=%g" % ref["lr"],
+                "--steps=%d" % steps, "--metrics=" + m, "--log-every=0"]
+        if params:
+            args.append("--params=" + params)
+        if tag == "loop":
+            args += ["--output=" + os.path.join(out, "p.safetensors"),
+                     "--export=" + os.path.join(out, "m.onnx")]
+        rc, text = tool(args)
+        if rc != 0:
+            return None, reason(text)
+        with open(m) as f:
+            return [float(l.split(",")[1]) for l in f if l.strip() and not l.startswith("step")], ""
+
+    per_step = []
+    for k in range(ref["steps"]):
+        state = os.path.join(folder, "train.state%d.safetensors" % k) if k else None
+        got, why = train("step%d" % k, 1, xs[k * bsz:(k + 1) * bsz], ys[k * bsz:(k + 1) * bsz], state)
+        if got is None:
+            return ("FAIL", "step %d: %s" % (k, why)), None
+        per_step.append(got[0])
+    loop, why = train("loop", ref["steps"], xs, ys)
+    if loop is None:
+        return ("FAIL", "loop: " + why), None
+    rel = lambda a, b: max(abs(g - w) / abs(w) for g, w in zip(a, b))
+    worst, drift = rel(per_step, want), rel(loop, want)
+    detail = "each step from PyTorch's state: max rel %.1e; %d-step loop: max rel %.1e" % (
+        worst, ref["steps"], drift)
+    ok = worst <= TRAIN_RTOL and drift <= TRAJECTORY_RTOL
+    status = ("ok" if ok else "FAIL", detail)
+    # The exported model in ONNX Runtime against rewire-run with the trained
+    # parameters, on the first training batch.
+    import onnxruntime as ort
+    xin, yref = os.path.join(out, "x.npy"), os.path.join(out, "y.npy")
+    np.save(xin, xs[:bsz])
+    sess = ort.InferenceSession(os.path.join(out, "m.onnx"), providers=["CPUExecutionProvider"])
+    y = sess.run(None, {sess.get_inputs()[0].name: xs[:bsz]})[0]
+    np.save(yref, y)
+    atol = RTOL * float(np.max(np.abs(y)))
+    rc, text = tool(["rewire-run", onnx_path, "--input=@" + xin,
+                     "--params=" + os.path.join(out, "p.safetensors"), "--expected_output=@" + yref,
+                     "--rtol=%g" % RTOL, "--atol=%g" % atol])
+    export_status = ("ok", "ONNX Runtime on the exported model = rewire-run") if rc == 0 \
+        else ("FAIL", "exported model in ONNX Runtime: " + reason(text))
+    return status, export_status
 
 
 def load_cases(only, exports, kind=None):
@@ -180,8 +280,9 @@ def write_table(path, manifest, cases, limits, kinds):
         "init), `✗` fails (reason in the notes), `·` not run. An export the exporter cannot write is a row",
         "with the exporter's error.",
         "",
-        "| family | library | export | opset | import | detect | run | " + " | ".join(kinds) + " |",
-        "|---|---|---|---|---|---|---|" + "---|" * len(kinds),
+        "| family | library | export | opset | import | detect | run | " + " | ".join(kinds) +
+        " | train | train → ONNX |",
+        "|---|---|---|---|---|---|---|" + "---|" * len(kinds) + "---|---|",
     ]
     notes = []
 
@@ -203,13 +304,15 @@ def write_table(path, manifest, cases, limits, kinds):
             if c is None:
                 if "error" in export:
                     notes.append("- %s/%s: exporter cannot export it: %s" % (family, tag, export["error"]))
-                    lines.append("| %s | %s | %s | — | export fails [%d] | | | %s|" % (
+                    lines.append("| %s | %s | %s | — | export fails [%d] | | | %s| | |" % (
                         family, meta["library"], tag, len(notes), "| " * len(kinds)))
                 continue
             row = [family, meta["library"], tag, str(export.get("opset", "")),
                    cell(c, "import"), cell(c, "detect"), cell(c, "run")]
             for k in kinds:
                 row.append(cell(c, "rewrite:" + k, "=" if KINDS[k] else "ok"))
+            row.append(cell(c, "train", "= PyTorch"))
+            row.append(cell(c, "train-export", "= ORT"))
             lines.append("| " + " | ".join(row) + " |")
     if notes:
         lines += ["", "## Notes", ""] + notes
@@ -227,7 +330,11 @@ def main():
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--table")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cuda-emulator", metavar="LIBDIR",
+                    help="the cuda step runs on the CUDA emulator in LIBDIR (no GPU needed)")
     a = ap.parse_args()
+    global CUDA_EMULATOR
+    CUDA_EMULATOR = a.cuda_emulator
     steps = a.steps.split(",")
     kinds = [k for k in a.kinds.split(",") if k]
     for k in kinds:
@@ -241,6 +348,20 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
             done = list(pool.map(lambda c: check(c, steps, kinds, work), cases))
+            trained = {}
+            if "train" in steps:
+                fams = [f for f, m in manifest["families"].items() if "train" in m and
+                        any(c.family == f for c in cases)]
+                for f, r in zip(fams, pool.map(
+                        lambda f: check_training(f, manifest["families"][f], work), fams)):
+                    trained[f] = r
+    for f, (st, ex) in trained.items():
+        for c in done:
+            if c.family == f:
+                c.results["train"] = st
+                if ex:
+                    c.results["train-export"] = ex
+                break
     passed = failed = 0
     for c in done:
         for key, (st, detail) in c.results.items():

@@ -33,6 +33,7 @@
 #include "tools/common/OutOfMemory.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -415,6 +416,27 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   };
   std::vector<size_t> paramIn, stateIn;
   size_t fromGiven = 0;
+  // A parameter of the model missing from --params is an error (a partial
+  // file would silently train a mix of two states); only the parameters a
+  // rewrite adds (stream<S>.layer<L>.<kind>.<name>, docs/parameters.md)
+  // may be omitted and start from their initializer.
+  auto addedByRewrite = [](const std::string &n) {
+    size_t i = 0;
+    auto digits = [&] {
+      size_t s = i;
+      while (i < n.size() && std::isdigit(static_cast<unsigned char>(n[i])))
+        ++i;
+      return i > s;
+    };
+    if (n.compare(0, 6, "stream") != 0)
+      return false;
+    i = 6;
+    if (!digits() || n.compare(i, 6, ".layer") != 0)
+      return false;
+    i += 6;
+    return digits() && i < n.size() && n[i] == '.';
+  };
+  std::vector<std::string> missing;
   for (size_t i = 0; i < train->inputs.size(); ++i) {
     const std::string &name = train->inputs[i].name;
     if (name.rfind("param:", 0) == 0) {
@@ -423,6 +445,8 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
         if (auto why = mismatch(t->dtype, t->shape, in[i]))
           die("--params: '" + name.substr(6) + "' in '" + o.params + "' " + *why, 2);
       fromGiven += t != nullptr;
+      if (!t && !o.params.empty() && !addedByRewrite(name.substr(6)))
+        missing.push_back(name.substr(6));
       if (!t)
         t = init.find(name.substr(6));
       if (!t)
@@ -437,6 +461,14 @@ int train(M *model, Options &o, const std::string &artifact, bool tokens) {
   }
   if (!o.params.empty() && fromGiven == 0)
     die("--params: '" + o.params + "' names none of the model's parameters", 2);
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size() && i < 5; ++i)
+      list += (i ? ", '" : "'") + printable(missing[i]) + "'";
+    die("--params: '" + o.params + "' lacks " + std::to_string(missing.size()) +
+            " of the model's parameters (" + list + (missing.size() > 5 ? ", ..." : "") +
+            "); give a complete file (rewire-train --output writes one)", 2);
+  }
   // Outputs: loss, then updated parameters and state, each matched by name
   // to the input it replaces.
   std::vector<HostTensor> out(train->outputs.size());

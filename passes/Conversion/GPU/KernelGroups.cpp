@@ -44,6 +44,11 @@ RowRole classify(linalg::GenericOp op) {
     for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
       if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() == n - 1)
         return RowRole::none;
+  // Warp shuffles move 32 bits: a 64-bit accumulator (an i64 cumulative
+  // sum) reduces in a generic kernel instead.
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (getElementTypeOrSelf(init.get().getType()).getIntOrFloatBitWidth() > 32)
+      return RowRole::none;
   return RowRole::reduce;
 }
 

@@ -55,9 +55,12 @@ Value generic(OpBuilder &b, Location loc, RankedTensorType type,
   return parallelGeneric(b, loc, init, inputs, maps, body);
 }
 
-/// Reduces `x` over `axes` (sum or max), keeping them as size-1 dims.
+enum class Reduction { sum, max, min };
+
+/// Reduces `x` over `axes` (sum, max or min; max/min propagate NaN),
+/// keeping them as size-1 dims.
 Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
-                 bool isMax) {
+                 Reduction kind) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rank = type.getRank();
   MLIRContext *ctx = b.getContext();
@@ -75,16 +78,19 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
   Type elt = type.getElementType();
   auto outType = RankedTensorType::get(shape, elt);
   Value init = tensor::EmptyOp::create(b, loc, shape, elt);
-  init = linalg::FillOp::create(b, loc, cst(b, loc, elt, isMax ? -INFINITY : 0.0), init)
-             .getResult(0);
+  double start = kind == Reduction::max ? -INFINITY : kind == Reduction::min ? INFINITY : 0.0;
+  init = linalg::FillOp::create(b, loc, cst(b, loc, elt, start), init).getResult(0);
   return linalg::GenericOp::create(
              b, loc, TypeRange{outType}, ValueRange{x}, ValueRange{init},
              ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
                                  AffineMap::get(rank, 0, out, ctx)},
              iters,
              [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value v = isMax ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
-                               : arith::AddFOp::create(nb, l, a[0], a[1]).getResult();
+               Value v = kind == Reduction::max
+                             ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
+                         : kind == Reduction::min
+                             ? arith::MinimumFOp::create(nb, l, a[0], a[1]).getResult()
+                             : arith::AddFOp::create(nb, l, a[0], a[1]).getResult();
                linalg::YieldOp::create(nb, l, v);
              })
       .getResult(0);
@@ -222,6 +228,26 @@ struct Unary : OpConversionPattern<OpTy> {
                                  return math::FloorOp::create(b, l, x);
                                else if constexpr (std::is_same_v<OpTy, nn::CeilOp>)
                                  return math::CeilOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::RoundOp>)
+                                 return math::RoundEvenOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::TanOp>)
+                                 return math::TanOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AsinOp>)
+                                 return math::AsinOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AcosOp>)
+                                 return math::AcosOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AtanOp>)
+                                 return math::AtanOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::SinhOp>)
+                                 return math::SinhOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::CoshOp>)
+                                 return math::CoshOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AsinhOp>)
+                                 return math::AsinhOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AcoshOp>)
+                                 return math::AcoshOp::create(b, l, x);
+                               else if constexpr (std::is_same_v<OpTy, nn::AtanhOp>)
+                                 return math::AtanhOp::create(b, l, x);
                                else
                                  return gelu(b, l, x, tanhApprox);
                              }));
@@ -299,12 +325,12 @@ struct SoftmaxLowering : OpConversionPattern<nn::SoftmaxOp> {
     for (int64_t i = 0; i < rank; ++i)
       k.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
     AffineMap kept = AffineMap::get(rank, 0, k, ctx);
-    Value mx = reduceKeep(rw, loc, a.getX(), {axis}, true);
+    Value mx = reduceKeep(rw, loc, a.getX(), {axis}, Reduction::max);
     Value e = generic(rw, loc, type, {a.getX(), mx}, {id, kept},
                       [](OpBuilder &b, Location l, ValueRange v) -> Value {
                         return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, v[0], v[1]));
                       });
-    Value sum = reduceKeep(rw, loc, e, {axis}, false);
+    Value sum = reduceKeep(rw, loc, e, {axis}, Reduction::sum);
     rw.replaceOp(op, generic(rw, loc, type, {e, sum}, {id, kept},
                              [](OpBuilder &b, Location l, ValueRange v) -> Value {
                                return arith::DivFOp::create(b, l, v[0], v[1]);
@@ -349,7 +375,7 @@ struct NormLowering : OpConversionPattern<OpTy> {
     AffineMap param = AffineMap::get(rank, 0, p, ctx);
     Value centered = a.getX();
     if constexpr (layer) {
-      Value mean = reduceKeep(rw, loc, a.getX(), axes, false);
+      Value mean = reduceKeep(rw, loc, a.getX(), axes, Reduction::sum);
       centered = generic(rw, loc, type, {a.getX(), mean}, {id, kept},
                          [&](OpBuilder &b, Location l, ValueRange v) -> Value {
                            return arith::SubFOp::create(
@@ -360,7 +386,7 @@ struct NormLowering : OpConversionPattern<OpTy> {
                        [](OpBuilder &b, Location l, ValueRange v) -> Value {
                          return arith::MulFOp::create(b, l, v[0], v[0]);
                        });
-    Value var = reduceKeep(rw, loc, sq, axes, false);
+    Value var = reduceKeep(rw, loc, sq, axes, Reduction::sum);
     SmallVector<Value> ins = {centered, var, a.getScale()};
     SmallVector<AffineMap> maps = {id, kept, param};
     bool hasBias = false;
@@ -452,7 +478,10 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     for (int64_t ax : axes)
       n *= in.getDimSize(ax);
     Location loc = op.getLoc();
-    Value r = reduceKeep(rw, loc, a.getX(), axes, false);
+    Reduction kind = std::is_same_v<OpTy, nn::ReduceMaxOp>   ? Reduction::max
+                     : std::is_same_v<OpTy, nn::ReduceMinOp> ? Reduction::min
+                                                             : Reduction::sum;
+    Value r = reduceKeep(rw, loc, a.getX(), axes, kind);
     if constexpr (std::is_same_v<OpTy, nn::ReduceMeanOp>) {
       auto rt = cast<RankedTensorType>(r.getType());
       Type elt = rt.getElementType();
@@ -709,6 +738,74 @@ struct NotLowering : OpConversionPattern<nn::NotOp> {
   }
 };
 
+/// nn.arg_reduce: one generic over the input with a reduction along `axis`
+/// and two accumulators (the best value and its index).
+struct ArgReduceLowering : OpConversionPattern<nn::ArgReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ArgReduceOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    auto in = cast<RankedTensorType>(a.getX().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!in.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    int64_t rank = in.getRank(), axis = op.getAxis();
+    Type elt = in.getElementType();
+    bool isMax = op.getKind() == nn::ArgReduceKind::max;
+    bool last = op.getSelectLastIndex();
+    SmallVector<int64_t> kept(in.getShape());
+    kept[axis] = 1;
+    SmallVector<AffineExpr> out;
+    SmallVector<utils::IteratorType> iters;
+    for (int64_t d = 0; d < rank; ++d) {
+      out.push_back(d == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
+      iters.push_back(d == axis ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+    }
+    Value best = tensor::EmptyOp::create(rw, loc, kept, elt);
+    best = linalg::FillOp::create(rw, loc, cst(rw, loc, elt, isMax ? -INFINITY : INFINITY), best)
+               .getResult(0);
+    Type i64 = rw.getI64Type();
+    Value idx = tensor::EmptyOp::create(rw, loc, kept, i64);
+    Value minus1 = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(-1));
+    idx = linalg::FillOp::create(rw, loc, minus1, idx).getResult(0);
+    AffineMap outMap = AffineMap::get(rank, 0, out, ctx);
+    auto argGeneric = linalg::GenericOp::create(
+        rw, loc, TypeRange{best.getType(), idx.getType()}, ValueRange{a.getX()},
+        ValueRange{best, idx}, ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(rank), outMap, outMap},
+        iters, [&](OpBuilder &b, Location l, ValueRange v) {
+          Value i = arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                               linalg::IndexOp::create(b, l, axis));
+          auto pred = isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+                            : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT);
+          // The first non-NaN element is taken even when it equals the
+          // initial +-inf (an all -inf row still has an index).
+          Value none = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v[2],
+                                             arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
+          Value notNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::ORD, v[0], v[0]);
+          Value better = arith::OrIOp::create(
+              b, l, arith::CmpFOp::create(b, l, pred, v[0], v[1]),
+              arith::AndIOp::create(b, l, none, notNan));
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::SelectOp::create(b, l, better, v[0], v[1]),
+                                             arith::SelectOp::create(b, l, better, i, v[2])});
+        });
+    Value r = argGeneric.getResult(1);
+    // An all-NaN row has no index: 0, as ONNX Runtime returns.
+    Value zero = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(0));
+    r = generic(rw, loc, RankedTensorType::get(kept, i64), {r}, {rw.getMultiDimIdentityMap(rank)},
+                 [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                   Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v[0], zero);
+                   return arith::SelectOp::create(b, l, neg, zero, v[0]);
+                 });
+    if (!op.getKeepdims())
+      r = reshapeStatic(rw, loc, r, type);
+    rw.replaceOp(op, r);
+    return success();
+  }
+};
+
 /// nn.cumsum as one generic over the result's dims and a reduction dim j
 /// along `axis`: y[.., i, ..] += x[.., j, ..] where j <= i (j < i when
 /// exclusive; reversed: j >= i, j > i). Quadratic in the axis length, which
@@ -870,7 +967,7 @@ struct GlobalAveragePoolLowering : OpConversionPattern<nn::GlobalAveragePoolOp> 
       n *= in.getDimSize(i);
     }
     Location loc = op.getLoc();
-    Value sum = reduceKeep(rw, loc, a.getX(), axes, false);
+    Value sum = reduceKeep(rw, loc, a.getX(), axes, Reduction::sum);
     auto type = cast<RankedTensorType>(sum.getType());
     Type elt = type.getElementType();
     rw.replaceOp(op, generic(rw, loc, type, {sum}, {rw.getMultiDimIdentityMap(type.getRank())},
@@ -976,7 +1073,11 @@ struct ConvertNNToLinalgPass
     patterns.add<Binary<nn::AddOp>, Binary<nn::SubOp>, Binary<nn::MulOp>,
                  Binary<nn::DivOp>, Binary<nn::PowOp>, Binary<nn::MaxOp>,
                  Binary<nn::MinOp>, Unary<nn::AbsOp>, Unary<nn::LogOp>, Unary<nn::SinOp>,
-                 Unary<nn::CosOp>, Unary<nn::FloorOp>, Unary<nn::CeilOp>,
+                 Unary<nn::CosOp>, Unary<nn::FloorOp>, Unary<nn::CeilOp>, Unary<nn::RoundOp>,
+                 Unary<nn::TanOp>, Unary<nn::AsinOp>, Unary<nn::AcosOp>, Unary<nn::AtanOp>,
+                 Unary<nn::SinhOp>, Unary<nn::CoshOp>, Unary<nn::AsinhOp>, Unary<nn::AcoshOp>,
+                 Unary<nn::AtanhOp>, ArgReduceLowering,
+                 ReduceLowering<nn::ReduceMaxOp>, ReduceLowering<nn::ReduceMinOp>,
                  CompareLowering, LogicalLowering, NotLowering, CumSumLowering,
                  Unary<nn::ReluOp>,
                  Unary<nn::SigmoidOp>, Unary<nn::TanhOp>, Unary<nn::ErfOp>,

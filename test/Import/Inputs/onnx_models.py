@@ -177,7 +177,8 @@ M["custom_domain_chain"] = lambda: model(
      h.make_node("Relu", ["f"], ["y"], name="r")],
     [vi("x", [2, 3])], [vi("y", [2, 3])], extra_opsets=[("com.example", 3)])
 M["gelu_old_opset"] = lambda: unary("Gelu", opset=17)
-M["opset_10"] = lambda: unary("Relu", opset=10)
+M["opset_5_add"] = lambda: model([h.make_node("Add", ["x", "x"], ["y"], name="n0")],
+                                 [vi("x", [2, 3])], [vi("y", [2, 3])], opset=5)
 M["opset_12"] = lambda: unary("Relu", opset=12)
 M["opset_22"] = lambda: unary("Relu", opset=22)
 M["no_default_opset"] = lambda: (lambda m: (m.opset_import.pop(0), m)[1])(
@@ -221,6 +222,10 @@ M["external_data"] = lambda: (lambda m: (
 M["dynamic_reshape"] = lambda: model(
     [h.make_node("Reshape", ["x", "s"], ["y"], name="view")],
     [vi("x", [2, 6]), vi("s", [2], TP.INT64)], [vi("y", [3, 4])])
+M["dropout_mask_used"] = lambda: model(
+    [h.make_node("Dropout", ["x"], ["y", "mask"], name="d"),
+     h.make_node("Identity", ["mask"], ["z"], name="use")],
+    [vi("x", [2, 8])], [vi("z", [2, 8], TP.BOOL)])
 M["layernorm_mean_used"] = lambda: model(
     [h.make_node("LayerNormalization", ["x", "g"], ["y", "mean"], name="ln"),
      h.make_node("Relu", ["mean"], ["z"], name="use")],
