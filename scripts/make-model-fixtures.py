@@ -339,8 +339,31 @@ def make_train(name):
     return {"steps": TRAIN_STEPS, "lr": TRAIN_LR}
 
 
-def export(model, args, path, exporter, opset):
+# Families also exported with dynamic axes (TorchScript exporter): batch,
+# and sequence for text; Rewire binds them from the shapes it is called with.
+DYNAMIC = {"gpt2", "bert", "vit", "resnet"}
+
+
+def other_shape_inputs(args):
+    """The inputs at batch 3 (and sequence 5 for token inputs)."""
+    g = torch.Generator().manual_seed(3)
+    out = []
+    for a in args:
+        if a.dtype == torch.int64:
+            hi = max(int(a.max()) + 1, 2)
+            out.append(torch.randint(0, hi, (3, 5), generator=g))
+        else:
+            out.append(torch.randn((3,) + tuple(a.shape[1:]), generator=g))
+    return tuple(out)
+
+
+def export(model, args, path, exporter, opset, dynamic=False):
     kw = dict(input_names=["in%d" % i for i in range(len(args))], output_names=["out0"])
+    if dynamic:
+        axes = {n: ({0: "batch", 1: "sequence"} if a.dim() == 2 else {0: "batch"})
+                for n, a in zip(kw["input_names"], args)}
+        axes["out0"] = {0: "batch"}
+        kw["dynamic_axes"] = axes
     if exporter == "dynamo":
         torch.onnx.export(model, args, path, dynamo=True, external_data=False, **kw)
     else:
@@ -364,6 +387,8 @@ def make(name, entry, old):
     exports = {}
     plan = [("dynamo", "dynamo", None), ("torchscript", "torchscript", 17)]
     plan += [("torchscript%d" % o, "torchscript", o) for o in ts_opsets]
+    if name in DYNAMIC:
+        plan.append(("torchscript_dynamic", "torchscript", 17))
     for tag, exporter, opset in plan:
         path = os.path.join(folder, tag + ".onnx")
         if opset and opset < 14 and isinstance(model, Outputs):
@@ -377,7 +402,7 @@ def make(name, entry, old):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                export(model, args, path, exporter, opset)
+                export(model, args, path, exporter, opset, dynamic=tag.endswith("_dynamic"))
         except Exception as e:  # an exporter limit: record it
             text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
             lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
@@ -395,6 +420,17 @@ def make(name, entry, old):
         np.save(os.path.join(folder, tag + ".out0.npy"), ref.numpy())
         size = os.path.getsize(path)
         exports[tag] = {"exporter": exporter, "opset": opset_of(path), "bytes": size}
+        if tag.endswith("_dynamic"):
+            # A second call at another batch (and sequence) size, with
+            # PyTorch's output for it: the variant Rewire compiles for it.
+            other = other_shape_inputs(args)
+            with torch.no_grad():
+                ref2 = model(*other)
+            for i, a in enumerate(other):
+                np.save(os.path.join(folder, "%s.in%d.alt.npy" % (tag, i)), a.numpy())
+            np.save(os.path.join(folder, tag + ".out0.alt.npy"), ref2.numpy())
+            exports[tag]["dynamic_axes"] = True
+            exports[tag]["alt_inputs"] = [list(a.shape) for a in other]
         print("  %-14s opset %s, %d KB" % (tag, exports[tag]["opset"], size // 1024))
     if callable(residuals):
         residuals = residuals(model)

@@ -391,6 +391,7 @@ def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean">;
 def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum">;
 def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "Max">;
 def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "Min">;
+def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "Prod">;
 
 //===----------------------------------------------------------------------===//
 // Shape manipulation

@@ -458,6 +458,29 @@ struct ExtremumReduceRule : Rule<Derived, OpTy> {
   }
 };
 struct ReduceMaxRule : ExtremumReduceRule<ReduceMaxRule, nn::ReduceMaxOp> {};
+
+RULE(ReduceProdRule, nn::ReduceProdOp)
+  // d(prod x)/dx_i = prod / x_i: exact where no element of the reduced
+  // slice is 0 (where one is, this gives inf or NaN; documented).
+  auto xt = typeOf(op.getX());
+  int64_t r = xt.getRank();
+  SmallVector<int64_t> kept(xt.getShape());
+  SmallVector<int64_t> axes;
+  for (int64_t a : op.getAxes())
+    axes.push_back(a < 0 ? a + r : a);
+  if (axes.empty())
+    for (int64_t i = 0; i < r; ++i)
+      axes.push_back(i);
+  for (int64_t a : axes)
+    kept[a] = 1;
+  auto keptType = RankedTensorType::get(kept, xt.getElementType());
+  Value y = op.getResult(), gk = g[0];
+  if (typeOf(y) != keptType) {
+    y = nn::ReshapeOp::create(b, keptType, y);
+    gk = nn::ReshapeOp::create(b, keptType, gk);
+  }
+  out.push_back(div(b, mul(b, gk, y), op.getX()));
+END_RULE
 struct ReduceMinRule : ExtremumReduceRule<ReduceMinRule, nn::ReduceMinOp> {};
 
 RULE(LogRule, nn::LogOp)
@@ -598,6 +621,7 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::AtanhOp::attachInterface<AtanhRule>(*ctx);
     nn::ReduceMaxOp::attachInterface<ReduceMaxRule>(*ctx);
     nn::ReduceMinOp::attachInterface<ReduceMinRule>(*ctx);
+    nn::ReduceProdOp::attachInterface<ReduceProdRule>(*ctx);
     nn::CompareOp::attachInterface<NoGradientRule<nn::CompareOp>>(*ctx);
     nn::LogicalOp::attachInterface<NoGradientRule<nn::LogicalOp>>(*ctx);
     nn::NotOp::attachInterface<NoGradientRule<nn::NotOp>>(*ctx);

@@ -521,7 +521,8 @@ LogicalResult Exporter::exportOp(Operation *op) {
         }
         return success();
       })
-      .Case<nn::ReduceMeanOp, nn::ReduceSumOp, nn::ReduceMaxOp, nn::ReduceMinOp>([&](Operation *r) {
+      .Case<nn::ReduceMeanOp, nn::ReduceSumOp, nn::ReduceMaxOp, nn::ReduceMinOp,
+            nn::ReduceProdOp>([&](Operation *r) {
         // nn's empty axes mean "all"; ONNX's too, but only by default.
         auto axesAttr = r->getAttrOfType<DenseI64ArrayAttr>("axes");
         SmallVector<int64_t> axes(axesAttr ? axesAttr.asArrayRef()
@@ -534,6 +535,7 @@ LogicalResult Exporter::exportOp(Operation *op) {
                b.reduce(isa<nn::ReduceMeanOp>(r)  ? "ReduceMean"
                         : isa<nn::ReduceMaxOp>(r) ? "ReduceMax"
                         : isa<nn::ReduceMinOp>(r) ? "ReduceMin"
+                        : isa<nn::ReduceProdOp>(r) ? "ReduceProd"
                                                   : "ReduceSum",
                         in(0), axes, !keep || keep.getValue()));
         return success();
@@ -621,6 +623,28 @@ LogicalResult Exporter::exportOp(Operation *op) {
           GraphBuilder::attr(n, "strides", *s);
         if (auto pads = p.getPads())
           GraphBuilder::attr(n, "pads", *pads);
+        return success();
+      })
+      .Case([&](nn::ConvInputGradOp g) {
+        // The input gradient of a convolution is ONNX's ConvTranspose of
+        // dy with the same weight; output_padding makes the size exact.
+        auto dy = cast<RankedTensorType>(g.getDy().getType());
+        auto w = cast<RankedTensorType>(g.getW().getType());
+        auto out = g.getType();
+        SmallVector<int64_t> strides(g.getStrides() ? *g.getStrides() : ArrayRef<int64_t>{1, 1});
+        SmallVector<int64_t> dil(g.getDilations() ? *g.getDilations() : ArrayRef<int64_t>{1, 1});
+        SmallVector<int64_t> pads(g.getPads() ? *g.getPads() : ArrayRef<int64_t>{0, 0, 0, 0});
+        SmallVector<int64_t> outPad;
+        for (int i = 0; i < 2; ++i)
+          outPad.push_back(out.getDimSize(2 + i) -
+                           (strides[i] * (dy.getDimSize(2 + i) - 1) +
+                            (w.getDimSize(2 + i) - 1) * dil[i] + 1 - pads[i] - pads[i + 2]));
+        onnx::NodeProto *n = simple("ConvTranspose");
+        GraphBuilder::attr(n, "strides", ArrayRef<int64_t>(strides));
+        GraphBuilder::attr(n, "dilations", ArrayRef<int64_t>(dil));
+        GraphBuilder::attr(n, "pads", ArrayRef<int64_t>(pads));
+        GraphBuilder::attr(n, "output_padding", ArrayRef<int64_t>(outPad));
+        GraphBuilder::attr(n, "group", static_cast<int64_t>(g.getGroup()));
         return success();
       })
       .Case([&](nn::GlobalAveragePoolOp) {

@@ -212,6 +212,125 @@ HandlerResult averagePool(NodeContext &c) {
   return single(createInferred<nn::MulOp>(c, {conv->getResult(), s}));
 }
 
+/// ConvTranspose (2-D; 1-D over [N, C, 1, L]) as nn.conv_input_grad: the
+/// transposed convolution is the input gradient of the convolution whose
+/// weight it shares ([C_in, C_out/group, kh, kw]); bias added per channel.
+HandlerResult convTranspose(NodeContext &c) {
+  auto x = c.tensorInput(0), w = c.tensorInput(1);
+  if (failed(x) || failed(w))
+    return failure();
+  Value xv = *x, wv = *w;
+  auto xt = cast<RankedTensorType>(xv.getType());
+  auto wt = cast<RankedTensorType>(wv.getType());
+  bool oneD = xt.getRank() == 3;
+  if ((xt.getRank() != 4 && !oneD) || wt.getRank() != xt.getRank() || !xt.hasStaticShape() ||
+      !wt.hasStaticShape() || !isa<FloatType>(xt.getElementType()))
+    return c.error() << "expects static float X [N, C, (H,) W] and W of the same rank, got "
+                     << xt << " and " << wt;
+  auto expand = [&](SmallVector<int64_t> v, int64_t fill) {
+    if (oneD)
+      v.insert(v.begin(), fill);
+    return v;
+  };
+  if (oneD) {
+    auto ux = unsqueeze2(c, xv), uw = unsqueeze2(c, wv);
+    if (failed(ux) || failed(uw))
+      return failure();
+    xv = *ux;
+    wv = *uw;
+    xt = cast<RankedTensorType>(xv.getType());
+    wt = cast<RankedTensorType>(wv.getType());
+  }
+  int64_t group = c.intAttrOr("group", 1);
+  if (group < 1 || xt.getDimSize(1) != wt.getDimSize(0) || xt.getDimSize(1) % group)
+    return c.error() << "W's first dim must be X's channels and divisible by group";
+  SmallVector<int64_t> kernel = {wt.getDimSize(2), wt.getDimSize(3)};
+  size_t k = oneD ? 1 : 2;
+  auto strides = expand(c.intsAttr("strides").value_or(SmallVector<int64_t>(k, 1)), 1);
+  auto dilations = expand(c.intsAttr("dilations").value_or(SmallVector<int64_t>(k, 1)), 1);
+  auto outPad = expand(c.intsAttr("output_padding").value_or(SmallVector<int64_t>(k, 0)), 0);
+  if (strides.size() != 2 || dilations.size() != 2 || outPad.size() != 2)
+    return c.error() << "strides, dilations and output_padding need one entry per spatial dim";
+  SmallVector<int64_t> begin(2, 0), end(2, 0);
+  std::string autoPad = c.stringAttr("auto_pad").value_or("NOTSET");
+  auto outputShape = c.intsAttr("output_shape");
+  if (outputShape) {
+    SmallVector<int64_t> os(*outputShape);
+    if (os.size() > k)
+      os.erase(os.begin(), os.end() - k); // [N, C, ...] given
+    os = expand(os, 1);
+    for (int i = 0; i < 2; ++i) {
+      int64_t total = strides[i] * (xt.getDimSize(2 + i) - 1) + outPad[i] +
+                      (kernel[i] - 1) * dilations[i] + 1 - os[i];
+      if (total < 0)
+        return c.error() << "output_shape is larger than the transposed convolution produces";
+      bool upper = autoPad != "SAME_LOWER";
+      begin[i] = upper ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int i = 0; i < 2; ++i) {
+      int64_t want = xt.getDimSize(2 + i) * strides[i];
+      int64_t total = std::max<int64_t>(0, strides[i] * (xt.getDimSize(2 + i) - 1) + outPad[i] +
+                                               (kernel[i] - 1) * dilations[i] + 1 - want);
+      begin[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    }
+  } else if (auto p = c.intsAttr("pads")) {
+    SmallVector<int64_t> pads(*p);
+    if (pads.size() != 2 * k)
+      return c.error() << "pads needs " << 2 * k << " entries";
+    if (oneD) {
+      begin = {0, pads[0]};
+      end = {0, pads[1]};
+    } else {
+      begin = {pads[0], pads[1]};
+      end = {pads[2], pads[3]};
+    }
+  }
+  SmallVector<int64_t> outShape = {xt.getDimSize(0), wt.getDimSize(1) * group};
+  for (int i = 0; i < 2; ++i) {
+    if (strides[i] < 1 || dilations[i] < 1 || outPad[i] < 0 || outPad[i] >= std::max(strides[i], dilations[i]))
+      return c.error() << "strides and dilations must be >= 1 and output_padding smaller than the stride";
+    int64_t o = strides[i] * (xt.getDimSize(2 + i) - 1) + outPad[i] +
+                (kernel[i] - 1) * dilations[i] + 1 - begin[i] - end[i];
+    if (o < 1)
+      return c.error() << "the output would be empty";
+    outShape.push_back(o);
+  }
+  // The forward convolution of the result must give X's spatial size: the
+  // output padding's extra rows only ever receive nothing.
+  auto type = RankedTensorType::get(outShape, xt.getElementType());
+  auto op = nn::ConvInputGradOp::create(
+      c.b, c.loc(), type, xv, wv, c.b.getDenseI64ArrayAttr(strides),
+      c.b.getDenseI64ArrayAttr({begin[0], begin[1], end[0], end[1]}),
+      c.b.getDenseI64ArrayAttr(dilations), c.b.getI64IntegerAttr(group));
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  Value y = op;
+  if (Value bias = c.input(2)) {
+    auto bt = cast<RankedTensorType>(bias.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != outShape[1])
+      return c.error() << "B must be [" << outShape[1] << "], got " << bt;
+    auto rs = nn::ReshapeOp::create(
+        c.b, c.loc(), RankedTensorType::get({outShape[1], 1, 1}, bt.getElementType()), bias);
+    auto sum = createInferred<nn::AddOp>(c, {y, rs.getResult()});
+    if (failed(sum))
+      return failure();
+    y = sum->getResult();
+  }
+  if (oneD) {
+    auto sq = createInferred<nn::SqueezeOp>(
+        c, {y}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({2}))});
+    if (failed(sq))
+      return failure();
+    y = sq->getResult();
+  }
+  return SmallVector<Value>{y};
+}
+
 HandlerResult globalAveragePool(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -224,6 +343,7 @@ const Handler kHandlers[] = {
     {"MaxPool", 8, 21, maxPool},
     {"GlobalAveragePool", 1, 21, globalAveragePool},
     {"AveragePool", 7, 21, averagePool},
+    {"ConvTranspose", 11, 21, convTranspose},
 };
 
 } // namespace

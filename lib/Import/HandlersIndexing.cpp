@@ -20,6 +20,8 @@
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_import;
@@ -458,7 +460,146 @@ HandlerResult oneHot(NodeContext &c) {
   return single(createInferred<nn::WhereOp>(c, {eq->getResult(), *on, *off}));
 }
 
+/// The float scalars of a constant float tensor.
+std::optional<SmallVector<double>> constantFloats(Value v) {
+  auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
+  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
+  if (!dense)
+    return std::nullopt;
+  SmallVector<double> out;
+  for (const APFloat &f : dense.getValues<APFloat>())
+    out.push_back(f.convertToDouble());
+  return out;
+}
+
+/// Resize, modes nearest and linear (separable: per resized axis a gather
+/// of constant source indices, for linear two of them weighted by constant
+/// coefficients), with constant scales or sizes and the coordinate
+/// transformations half_pixel, pytorch_half_pixel, align_corners,
+/// asymmetric and tf_half_pixel_for_nn. cubic, tf_crop_and_resize and
+/// antialiasing are refused by name.
+HandlerResult resize(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto xt = typeOf(*x);
+  if (!xt.hasStaticShape() || !isa<FloatType>(xt.getElementType()))
+    return c.error() << "expects a static floating-point input, got " << xt;
+  int64_t rank = xt.getRank();
+  std::string mode = c.stringAttr("mode").value_or("nearest");
+  std::string coord = c.stringAttr("coordinate_transformation_mode").value_or("half_pixel");
+  std::string nearestMode = c.stringAttr("nearest_mode").value_or("round_prefer_floor");
+  if (mode != "nearest" && mode != "linear")
+    return c.error() << "mode '" << mode << "' is not supported (nearest, linear)";
+  if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" &&
+      coord != "asymmetric" && coord != "tf_half_pixel_for_nn")
+    return c.error() << "coordinate_transformation_mode '" << coord << "' is not supported";
+  if (c.intAttrOr("antialias", 0) != 0)
+    return c.error() << "antialias = 1 is not supported";
+  if (c.intsAttr("axes") || c.stringAttr("keep_aspect_ratio_policy").value_or("stretch") != "stretch")
+    return c.error() << "the axes and keep_aspect_ratio_policy attributes are not supported";
+  SmallVector<double> scales(rank, 1.0);
+  SmallVector<int64_t> sizes(xt.getShape());
+  Value sizesV = c.input(3), scalesV = c.input(2);
+  if (sizesV && typeOf(sizesV).getNumElements() > 0) {
+    auto sz = c.constantIntsInput(3, "sizes");
+    if (failed(sz))
+      return failure();
+    if (static_cast<int64_t>(sz->size()) != rank)
+      return c.error() << "sizes needs one entry per dim";
+    for (int64_t d = 0; d < rank; ++d) {
+      sizes[d] = (*sz)[d];
+      scales[d] = double(sizes[d]) / double(xt.getDimSize(d));
+    }
+  } else if (scalesV && typeOf(scalesV).getNumElements() > 0) {
+    auto sc = constantFloats(scalesV);
+    if (!sc || static_cast<int64_t>(sc->size()) != rank)
+      return c.error() << "scales must be a constant float tensor with one entry per dim";
+    for (int64_t d = 0; d < rank; ++d) {
+      scales[d] = (*sc)[d];
+      if (!(scales[d] > 0) || !std::isfinite(scales[d]))
+        return c.error() << "scale " << scales[d] << " must be positive";
+      sizes[d] = static_cast<int64_t>(std::floor(double(xt.getDimSize(d)) * scales[d]));
+    }
+  } else {
+    return c.error() << "needs constant scales or sizes";
+  }
+  Value y = *x;
+  Type elt = xt.getElementType();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = xt.getDimSize(d), out = sizes[d];
+    if (out < 1 || out > (1 << 20))
+      return c.error() << "output size " << out << " of dim " << d << " is out of range";
+    if (out == in && scales[d] == 1.0)
+      continue;
+    auto source = [&](int64_t o) {
+      double s = scales[d];
+      if (coord == "half_pixel")
+        return (o + 0.5) / s - 0.5;
+      if (coord == "pytorch_half_pixel")
+        return out > 1 ? (o + 0.5) / s - 0.5 : 0.0;
+      if (coord == "align_corners")
+        return out == 1 ? 0.0 : double(o) * double(in - 1) / double(out - 1);
+      if (coord == "tf_half_pixel_for_nn")
+        return (o + 0.5) / s;
+      return o / s; // asymmetric
+    };
+    auto clampIdx = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+    if (mode == "nearest") {
+      SmallVector<int64_t> idx;
+      for (int64_t o = 0; o < out; ++o) {
+        double v = source(o);
+        double r = nearestMode == "floor" ? std::floor(v)
+                   : nearestMode == "ceil" ? std::ceil(v)
+                   : nearestMode == "round_prefer_ceil"
+                       ? (v - std::floor(v) == 0.5 ? std::ceil(v) : std::round(v))
+                       : (v - std::floor(v) == 0.5 ? std::floor(v) : std::round(v));
+        idx.push_back(clampIdx(static_cast<int64_t>(r)));
+      }
+      auto g = gather(c, y, i64Constant(c, {out}, idx), d);
+      if (failed(g))
+        return failure();
+      y = *g;
+      continue;
+    }
+    SmallVector<int64_t> lo, hi;
+    SmallVector<APFloat> wl, wh;
+    for (int64_t o = 0; o < out; ++o) {
+      double v = std::clamp(source(o), 0.0, double(in - 1));
+      int64_t l = static_cast<int64_t>(std::floor(v));
+      double f = v - double(l);
+      lo.push_back(clampIdx(l));
+      hi.push_back(clampIdx(l + 1));
+      bool lost;
+      APFloat a(1.0 - f), b(f);
+      a.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      b.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      wl.push_back(a);
+      wh.push_back(b);
+    }
+    SmallVector<int64_t> wShape(rank - d, 1);
+    wShape[0] = out;
+    auto wType = RankedTensorType::get(wShape, elt);
+    Value cl = nn::ConstantOp::create(c.b, c.loc(), wType, DenseElementsAttr::get(wType, wl));
+    Value ch = nn::ConstantOp::create(c.b, c.loc(), wType, DenseElementsAttr::get(wType, wh));
+    auto gl = gather(c, y, i64Constant(c, {out}, lo), d);
+    auto gh = gather(c, y, i64Constant(c, {out}, hi), d);
+    if (failed(gl) || failed(gh))
+      return failure();
+    auto ml = createInferred<nn::MulOp>(c, {*gl, cl});
+    auto mh = createInferred<nn::MulOp>(c, {*gh, ch});
+    if (failed(ml) || failed(mh))
+      return failure();
+    auto sum = createInferred<nn::AddOp>(c, {ml->getResult(), mh->getResult()});
+    if (failed(sum))
+      return failure();
+    y = sum->getResult();
+  }
+  return SmallVector<Value>{y};
+}
+
 const Handler kHandlers[] = {
+    {"Resize", 11, 21, resize},
     {"ArgMax", 11, 21, argReduce},
     {"ArgMin", 11, 21, argReduce},
     {"Hardmax", 11, 21, hardmax},

@@ -436,15 +436,47 @@ HandlerResult constantOfShape(NodeContext &c) {
   return SmallVector<Value>{splat(c, RankedTensorType::get(*shape, elt), value)};
 }
 
+/// A scalar float nn.constant's value.
+std::optional<double> constantFloat(Value v) {
+  auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
+  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
+  if (!dense || dense.getNumElements() != 1)
+    return std::nullopt;
+  return (*dense.getValues<APFloat>().begin()).convertToDouble();
+}
+
+/// Range on constant floats: start + i * delta for i < ceil((limit - start)
+/// / delta), as ONNX defines it.
+HandlerResult floatRange(NodeContext &c, FloatType ft) {
+  auto a = constantFloat(c.input(0)), l = constantFloat(c.input(1)), d = constantFloat(c.input(2));
+  if (!a || !l || !d)
+    return c.error() << "start, limit and delta must be constant scalars (a range computed "
+                        "at run time is not supported)";
+  if (*d == 0 || !std::isfinite(*a) || !std::isfinite(*l) || !std::isfinite(*d))
+    return c.error() << "delta must be nonzero and the bounds finite";
+  double n = std::max(std::ceil((*l - *a) / *d), 0.0);
+  if (n > double(1 << 24))
+    return c.error() << "the range has more than 2^24 elements";
+  SmallVector<APFloat> out;
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+    APFloat v(*a + double(i) * *d);
+    bool lost;
+    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(v);
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, ft);
+  return SmallVector<Value>{
+      nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, out))};
+}
+
 /// Range(start, limit, delta) on constant integers: a constant.
 HandlerResult range(NodeContext &c) {
   auto s = c.tensorInput(0);
   if (failed(s))
     return failure();
   Type elt = typeOf(*s).getElementType();
-  if (!isa<IntegerType>(elt))
-    return c.error() << "only integer ranges are supported (got " << elt
-                     << "); float ranges computed at run time are not";
+  if (auto ft = dyn_cast<FloatType>(elt))
+    return floatRange(c, ft);
   auto a = c.constantIntsInput(0, "start"), l = c.constantIntsInput(1, "limit"),
        d = c.constantIntsInput(2, "delta");
   if (failed(a) || failed(l) || failed(d))

@@ -25,7 +25,14 @@ namespace {
 /// failure (with an error naming the node and the operands) when the exact
 /// result does not fit the element type or a divisor is zero: a model whose
 /// shape arithmetic overflows is rejected, never silently wrapped.
+FailureOr<Value> foldIntBinaryAs(NodeContext &c, Value lhs, Value rhs, StringRef op);
+
 FailureOr<Value> foldIntBinary(NodeContext &c, Value lhs, Value rhs) {
+  return foldIntBinaryAs(c, lhs, rhs, c.node.getOpType());
+}
+
+/// foldIntBinary for the ONNX op `op` (Add, Sub, Mul or Div).
+FailureOr<Value> foldIntBinaryAs(NodeContext &c, Value lhs, Value rhs, StringRef op) {
   auto a = c.constantInts(lhs), bb = c.constantInts(rhs);
   if (!a || !bb)
     return Value();
@@ -38,7 +45,6 @@ FailureOr<Value> foldIntBinary(NodeContext &c, Value lhs, Value rhs) {
   size_t n = std::max(a->size(), bb->size());
   if ((a->size() != n && a->size() != 1) || (bb->size() != n && bb->size() != 1))
     return Value();
-  StringRef op = c.node.getOpType();
   unsigned width = elt.getWidth();
   bool isUnsigned = elt.isUnsigned();
   SmallVector<int64_t> out;
@@ -121,6 +127,29 @@ HandlerResult unary(NodeContext &c) {
     return c.error() << "expects a floating-point input, got "
                      << x->getType();
   return SmallVector<Value>{OpTy::create(c.b, c.loc(), *x)};
+}
+
+/// Neg: nn.neg on floats; on integers folded when constant, else 0 - x.
+HandlerResult neg(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto t = cast<RankedTensorType>(x->getType());
+  if (isa<FloatType>(t.getElementType()))
+    return SmallVector<Value>{nn::NegOp::create(c.b, c.loc(), *x)};
+  auto elt = dyn_cast<IntegerType>(t.getElementType());
+  if (!elt || elt.getWidth() < 2 || elt.isUnsigned())
+    return c.error() << "expects a float or signed integer input, got " << t;
+  Value zero = nn::ConstantOp::create(
+      c.b, c.loc(), RankedTensorType::get({}, elt),
+      DenseElementsAttr::get(RankedTensorType::get({}, elt), IntegerAttr::get(elt, 0)));
+  // Sub folds integer constants exactly (an overflow is an error).
+  FailureOr<Value> folded = foldIntBinaryAs(c, zero, *x, "Sub");
+  if (failed(folded))
+    return failure();
+  if (*folded)
+    return SmallVector<Value>{*folded};
+  return single(createInferred<nn::SubOp>(c, {zero, *x}));
 }
 
 /// Reciprocal(x) = 1 / x, as nn.div of a scalar one (broadcast).
@@ -451,7 +480,7 @@ const Handler kHandlers[] = {
     {"Erf", 9, 21, unary<nn::ErfOp>},
     {"Exp", 6, 21, unary<nn::ExpOp>},
     {"Sqrt", 6, 21, unary<nn::SqrtOp>},
-    {"Neg", 6, 21, unary<nn::NegOp>},
+    {"Neg", 6, 21, neg},
     {"Reciprocal", 6, 21, reciprocal},
     {"Gelu", 20, 21, gelu},
     {"Identity", 1, 21, identity},
@@ -465,6 +494,7 @@ const Handler kHandlers[] = {
     {"ReduceSum", 1, 21, reduce<nn::ReduceSumOp>},
     {"ReduceMax", 1, 21, reduce<nn::ReduceMaxOp>},
     {"ReduceMin", 1, 21, reduce<nn::ReduceMinOp>},
+    {"ReduceProd", 1, 21, reduce<nn::ReduceProdOp>},
     {"ReduceL1", 1, 21, composedReduce},
     {"ReduceL2", 1, 21, composedReduce},
     {"ReduceSumSquare", 1, 21, composedReduce},

@@ -150,6 +150,23 @@ std::vector<rewire::onnx_import::SupportedOp> rewire::onnx_import::supportedOps(
   return ops;
 }
 
+std::optional<std::string> rewire::onnx_import::parseInputShape(StringRef spec,
+                                                                std::vector<int64_t> &shape) {
+  shape.clear();
+  if (spec == "scalar")
+    return std::nullopt;
+  SmallVector<StringRef> parts;
+  spec.split(parts, 'x');
+  for (StringRef p : parts) {
+    int64_t v;
+    if (p.getAsInteger(10, v) || v < 0 || v > (int64_t(1) << 32))
+      return "--input-shape expects sizes like 2x8 (or 'scalar' for rank 0), got '" +
+             spec.str() + "'";
+    shape.push_back(v);
+  }
+  return std::nullopt;
+}
+
 const Handler *rewire::onnx_import::findHandler(StringRef opType,
                                                 int64_t opset) {
   for (ArrayRef<Handler> table : allTables())
@@ -641,8 +658,41 @@ LogicalResult Importer::importModel() {
     auto type = importType(in.type(), "graph input '" + in.name() + "'");
     if (failed(type))
       return fail(ImportStatus::invalid);
+    if (!opts.inputShapes.empty()) {
+      // Bind the symbolic dims to the shape the model is called with.
+      size_t i = argTypes.size();
+      auto rt = cast<RankedTensorType>(*type);
+      if (i >= opts.inputShapes.size()) {
+        emitError(fileLoc) << "the model has more than " << opts.inputShapes.size()
+                           << " inputs; give a shape for each (--input-shape)";
+        return fail(ImportStatus::invalid);
+      }
+      const std::vector<int64_t> &want = opts.inputShapes[i];
+      if (static_cast<int64_t>(want.size()) != rt.getRank()) {
+        emitError(fileLoc) << "graph input '" << printable(in.name()) << "' has rank "
+                           << rt.getRank() << ", the shape given for it has rank " << want.size();
+        return fail(ImportStatus::invalid);
+      }
+      SmallVector<int64_t> shape(rt.getShape());
+      for (int64_t d = 0; d < rt.getRank(); ++d) {
+        if (ShapedType::isDynamic(shape[d])) {
+          shape[d] = want[d];
+        } else if (shape[d] != want[d]) {
+          emitError(fileLoc) << "graph input '" << printable(in.name()) << "' has size "
+                             << shape[d] << " in dim " << d << ", the shape given for it "
+                             << want[d];
+          return fail(ImportStatus::invalid);
+        }
+      }
+      type = Type(RankedTensorType::get(shape, rt.getElementType()));
+    }
     argTypes.push_back(*type);
     argNames.push_back(in.name());
+  }
+  if (!opts.inputShapes.empty() && opts.inputShapes.size() != argTypes.size()) {
+    emitError(fileLoc) << opts.inputShapes.size() << " input shapes given, the model has "
+                       << argTypes.size() << " inputs";
+    return fail(ImportStatus::invalid);
   }
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, fileLoc, "forward",

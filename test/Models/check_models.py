@@ -18,7 +18,7 @@ scripts/make-model-fixtures.py) end to end with the built tools:
     check_models.py [--only F,..] [--kind decoder|encoder|vision]
                     [--exports dynamo,torchscript,..]
                     [--steps import,detect,run,rewrite,train,cuda] [--kinds K,..]
-                    [--cuda-emulator LIBDIR]
+                    [--cuda-emulator LIBDIR] [--rewrite-first-export]
                     [--table docs/models.md] [--jobs N]
 
 Prints one line per check ("ok" / "FAIL" / "unsupported", with the reason),
@@ -46,6 +46,12 @@ KINDS = {"rezero": True, "skipinit": True, "layerscale": True, "review": True,
          "highway": True, "denseformer": True, "lpa": True, "nag": False, "ancre": False}
 STEPS = ["import", "detect", "run", "rewrite", "train"]  # and "cuda", on request
 CUDA_EMULATOR = None  # --cuda-emulator=LIBDIR
+REWRITE_FIRST_ONLY = False  # --rewrite-first-export
+
+
+def first_export(meta):
+    """The first export the exporters could write (dynamo where it can)."""
+    return next(t for t, e in meta["exports"].items() if "error" not in e)
 # Training losses against PyTorch's: each step from PyTorch's state before
 # it (TRAIN_RTOL), and rewire-train's own 4-step loop, whose trajectory may
 # drift where a step hangs on a near-tie (batch norm over 2 images, ReLU,
@@ -84,14 +90,20 @@ class Case:
         self.name = "%s/%s" % (family, tag)
         self.results = {}  # step or "rewrite:<kind>" -> (status, detail)
 
-    def inputs(self):
-        return ["--input=@" + os.path.join(self.folder, "%s.in%d.npy" % (self.tag, i))
+    def shape_flags(self):
+        """--input-shape per input: binds the symbolic dims of a dynamic-axes
+        export (a static one checks them)."""
+        return ["--input-shape=" + ("x".join(str(d) for d in shape) or "scalar")
+                for shape in self.meta["inputs"]]
+
+    def inputs(self, alt=""):
+        return ["--input=@" + os.path.join(self.folder, "%s.in%d%s.npy" % (self.tag, i, alt))
                 for i in range(len(self.meta["inputs"]))]
 
-    def expected(self, extra_outputs=0):
+    def expected(self, extra_outputs=0, alt=""):
         """Compare output 0 with PyTorch's; skip `extra_outputs` more (LPA's
         readouts at the other depths)."""
-        path = os.path.join(self.folder, self.tag + ".out0.npy")
+        path = os.path.join(self.folder, self.tag + ".out0%s.npy" % alt)
         want = np.load(path)
         atol = RTOL * float(np.max(np.abs(want))) if want.size else 0.0
         return (["--expected_output=@" + path] + ["--expected_output="] * extra_outputs +
@@ -114,7 +126,7 @@ def lpa_outputs(mlir):
 def check(case, steps, kinds, work):
     res = case.results
     mlir = os.path.join(work, case.family + "." + case.tag + ".mlir")
-    rc, out = tool(["rewire-import", case.onnx, "-o", mlir])
+    rc, out = tool(["rewire-import", case.onnx, "-o", mlir] + case.shape_flags())
     if rc != 0:
         res["import"] = ("unsupported" if rc == 3 or "unsupported" in out.lower() else "FAIL",
                          reason(out))
@@ -130,15 +142,24 @@ def check(case, steps, kinds, work):
             want = case.meta["residuals"]
             res["detect"] = ("ok" if got == want else "FAIL",
                              "%d updates%s" % (got, "" if got == want else " (expected %d)" % want))
+    # A model exported with dynamic axes runs from the .onnx: rewire-run
+    # binds its symbolic dims to the inputs' shapes (a cached variant per
+    # shape); a static one from the imported IR.
+    model = case.onnx if case.export.get("dynamic_axes") else mlir
     if "run" in steps:
-        rc, out = tool(["rewire-run", mlir] + case.inputs() + case.expected())
+        rc, out = tool(["rewire-run", model] + case.inputs() + case.expected())
         res["run"] = ("ok", "") if rc == 0 else ("FAIL", reason(out))
+        if "alt_inputs" in case.export:
+            # Another batch (and sequence) size: another compiled variant.
+            rc, out = tool(["rewire-run", model] + case.inputs(".alt") + case.expected(0, ".alt"))
+            res["run-other-shape"] = ("ok", "shapes %s" % case.export["alt_inputs"]) if rc == 0 \
+                else ("FAIL", reason(out))
     if "cuda" in steps:
         # Compiled for CUDA (PTX assembled by ptxas), run on a GPU or, with
         # --cuda-emulator=LIBDIR, on the CUDA emulator (the artifact's own
         # kernels compiled for the CPU, docs/cuda.md).
         art = os.path.join(work, case.family + "." + case.tag + ".rwcu")
-        args = ["rewire-compile", mlir, "--target=cuda", "-o", art]
+        args = ["rewire-compile", case.onnx, "--target=cuda", "-o", art] + case.shape_flags()
         env = None
         if CUDA_EMULATOR:
             args.append("--emulator-kernels=" + art + ".emu.so")
@@ -152,11 +173,12 @@ def check(case, steps, kinds, work):
             r = subprocess.run(["rewire-run", art] + case.inputs() + case.expected(),
                                capture_output=True, text=True, env=env)
             res["cuda"] = ("ok", "") if r.returncode == 0 else ("FAIL", reason(r.stdout + r.stderr))
-    if "rewrite" in steps and case.meta["residuals"]:
+    if "rewrite" in steps and case.meta["residuals"] and \
+            not (REWRITE_FIRST_ONLY and case.tag != first_export(case.meta)):
         for kind in kinds:
             identity = KINDS[kind]
             spec = kind + (":init=identity" if identity else "")
-            args = ["rewire-run", mlir, "--residual=" + spec] + case.inputs()
+            args = ["rewire-run", model, "--residual=" + spec] + case.inputs()
             if kind == "lpa":
                 n, why = lpa_outputs(mlir)
                 if n is None:
@@ -330,11 +352,15 @@ def main():
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--table")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--rewrite-first-export", action="store_true",
+                    help="run the rewrites on each family's first export only (the test "
+                         "command's slice; the other steps run on every export)")
     ap.add_argument("--cuda-emulator", metavar="LIBDIR",
                     help="the cuda step runs on the CUDA emulator in LIBDIR (no GPU needed)")
     a = ap.parse_args()
-    global CUDA_EMULATOR
+    global CUDA_EMULATOR, REWRITE_FIRST_ONLY
     CUDA_EMULATOR = a.cuda_emulator
+    REWRITE_FIRST_ONLY = a.rewrite_first_export
     steps = a.steps.split(",")
     kinds = [k for k in a.kinds.split(",") if k]
     for k in kinds:

@@ -116,6 +116,11 @@ static cl::opt<unsigned> threads(
     cl::init(1), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parameters"),
                               cl::init(0), cl::cat(category));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Shape of the i-th input the model will be called with (e.g. 2x8; one per input, "
+             "in order): binds the ONNX model's symbolic dimensions; rewire-run passes them"),
+    cl::value_desc("DxD..."), cl::cat(category));
 static cl::list<std::string> dims("dim", cl::desc("Size of a symbolic ONNX dimension"),
                                   cl::value_desc("NAME=SIZE"), cl::cat(category));
 static cl::opt<bool> instrument(
@@ -245,6 +250,12 @@ int main(int argc, char **argv) {
       if (name.empty() || size.getAsInteger(10, value) || value < 0)
         return error("--dim expects NAME=SIZE, got '" + d + "'", 1);
       importOptions.dimBindings[name] = value;
+    }
+    for (const std::string &spec : inputShapes) {
+      std::vector<int64_t> shape;
+      if (auto err = rewire::onnx_import::parseInputShape(spec, shape))
+        return error(*err, 1);
+      importOptions.inputShapes.push_back(std::move(shape));
     }
     if (emit != Stage::nn && emit != Stage::residual) {
       int fd;

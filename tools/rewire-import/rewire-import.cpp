@@ -52,6 +52,11 @@ static cl::opt<bool> allowUnsupported(
 static cl::list<std::string>
     dims("dim", cl::desc("Size of a symbolic dimension, e.g. --dim batch=2"),
          cl::value_desc("NAME=SIZE"), cl::cat(category));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Shape of the i-th graph input (e.g. 2x8; one per input, in order): binds the "
+             "model's symbolic dimensions"),
+    cl::value_desc("DxD..."), cl::cat(category));
 static cl::opt<int64_t> maxFileBytes("max-file-bytes",
                                      cl::desc("Largest model file accepted"),
                                      cl::init(int64_t(2) << 30),
@@ -137,6 +142,14 @@ int main(int argc, char **argv) {
       return kUsage;
     }
     options.dimBindings[name] = n;
+  }
+  for (const std::string &spec : inputShapes) {
+    std::vector<int64_t> shape;
+    if (auto err = rewire::onnx_import::parseInputShape(spec, shape)) {
+      errs() << "rewire-import: error: " << *err << "\n";
+      return kUsage;
+    }
+    options.inputShapes.push_back(std::move(shape));
   }
   if (!paramsPath.empty()) {
     options.parameterFile = paramsPath;

@@ -334,6 +334,19 @@ int main(int argc, char **argv) {
   if (endsWith(".onnx") || endsWith(".mlir")) {
     if (o.device == "cuda")
       o.compileFlags.push_back("--target=cuda");
+    if (endsWith(".onnx") && !o.inputs.empty()) {
+      // The shapes of the inputs bind the model's symbolic dimensions
+      // (batch, sequence): each shape compiles (and caches) a variant.
+      for (size_t i = 0; i < o.inputs.size(); ++i) {
+        HostTensor t;
+        if (auto err = tools::parseTensorSpec(o.inputs[i], t))
+          die("--input " + std::to_string(i) + ": " + *err, 2);
+        std::string shape;
+        for (int64_t d : t.shape)
+          shape += (shape.empty() ? "" : "x") + std::to_string(d);
+        o.compileFlags.push_back("--input-shape=" + (shape.empty() ? "scalar" : shape));
+      }
+    }
     artifact = tools::compileCached(o.model, o.compileFlags, [](const std::string &m, int c) { die(m, c); });
   }
   else if (!o.compileFlags.empty())

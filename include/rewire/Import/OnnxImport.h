@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct ImportOptions {
   bool allowUnsupported = false;
   /// Sizes for symbolic dimensions (dim_param); unbound ones stay dynamic.
   llvm::StringMap<int64_t> dimBindings;
+  /// The shapes of the inputs the model will be called with, in graph-input
+  /// order (empty: not given): each dynamic dimension of input i takes the
+  /// size at its position; a static one must equal it.
+  std::vector<std::vector<int64_t>> inputShapes;
   /// Where to write parameter values (safetensors); empty: do not write.
   std::string parameterFile;
   /// Name recorded in the module's nn.parameter_file attribute.
@@ -76,6 +81,10 @@ struct SupportedOp {
 /// Every operator of the default domain the importer handles (its handler
 /// tables: the one list; rewire-import --list-ops prints it).
 std::vector<SupportedOp> supportedOps();
+
+/// Parses an --input-shape value ("2x8", "scalar" for rank 0) into
+/// `shape`; returns what is wrong.
+std::optional<std::string> parseInputShape(llvm::StringRef spec, std::vector<int64_t> &shape);
 
 } // namespace rewire::onnx_import
 

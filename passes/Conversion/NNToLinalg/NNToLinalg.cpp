@@ -55,7 +55,7 @@ Value generic(OpBuilder &b, Location loc, RankedTensorType type,
   return parallelGeneric(b, loc, init, inputs, maps, body);
 }
 
-enum class Reduction { sum, max, min };
+enum class Reduction { sum, max, min, prod };
 
 /// Reduces `x` over `axes` (sum, max or min; max/min propagate NaN),
 /// keeping them as size-1 dims.
@@ -78,7 +78,10 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
   Type elt = type.getElementType();
   auto outType = RankedTensorType::get(shape, elt);
   Value init = tensor::EmptyOp::create(b, loc, shape, elt);
-  double start = kind == Reduction::max ? -INFINITY : kind == Reduction::min ? INFINITY : 0.0;
+  double start = kind == Reduction::max   ? -INFINITY
+                 : kind == Reduction::min ? INFINITY
+                 : kind == Reduction::prod ? 1.0
+                                           : 0.0;
   init = linalg::FillOp::create(b, loc, cst(b, loc, elt, start), init).getResult(0);
   return linalg::GenericOp::create(
              b, loc, TypeRange{outType}, ValueRange{x}, ValueRange{init},
@@ -90,6 +93,8 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
                              ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
                          : kind == Reduction::min
                              ? arith::MinimumFOp::create(nb, l, a[0], a[1]).getResult()
+                         : kind == Reduction::prod
+                             ? arith::MulFOp::create(nb, l, a[0], a[1]).getResult()
                              : arith::AddFOp::create(nb, l, a[0], a[1]).getResult();
                linalg::YieldOp::create(nb, l, v);
              })
@@ -478,9 +483,10 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     for (int64_t ax : axes)
       n *= in.getDimSize(ax);
     Location loc = op.getLoc();
-    Reduction kind = std::is_same_v<OpTy, nn::ReduceMaxOp>   ? Reduction::max
-                     : std::is_same_v<OpTy, nn::ReduceMinOp> ? Reduction::min
-                                                             : Reduction::sum;
+    Reduction kind = std::is_same_v<OpTy, nn::ReduceMaxOp>    ? Reduction::max
+                     : std::is_same_v<OpTy, nn::ReduceMinOp>  ? Reduction::min
+                     : std::is_same_v<OpTy, nn::ReduceProdOp> ? Reduction::prod
+                                                              : Reduction::sum;
     Value r = reduceKeep(rw, loc, a.getX(), axes, kind);
     if constexpr (std::is_same_v<OpTy, nn::ReduceMeanOp>) {
       auto rt = cast<RankedTensorType>(r.getType());
@@ -1078,6 +1084,7 @@ struct ConvertNNToLinalgPass
                  Unary<nn::SinhOp>, Unary<nn::CoshOp>, Unary<nn::AsinhOp>, Unary<nn::AcoshOp>,
                  Unary<nn::AtanhOp>, ArgReduceLowering,
                  ReduceLowering<nn::ReduceMaxOp>, ReduceLowering<nn::ReduceMinOp>,
+                 ReduceLowering<nn::ReduceProdOp>,
                  CompareLowering, LogicalLowering, NotLowering, CumSumLowering,
                  Unary<nn::ReluOp>,
                  Unary<nn::SigmoidOp>, Unary<nn::TanhOp>, Unary<nn::ErfOp>,
