@@ -229,6 +229,37 @@ RULE(RMSNormRule, nn::RMSNormOp)
   out.push_back(sumToShape(b, mul(b, g[0], xhat), typeOf(op.getScale())));
 END_RULE
 
+/// A reduction's axes normalized (all axes when none are named), the shape
+/// of its result with them kept as size 1, and how many elements each
+/// result element reduces.
+struct Reduced {
+  SmallVector<int64_t> axes;
+  RankedTensorType kept;
+  int64_t count = 1;
+};
+
+Reduced reducedOf(RankedTensorType xt, ArrayRef<int64_t> given) {
+  Reduced r;
+  int64_t rank = xt.getRank();
+  for (int64_t a : given)
+    r.axes.push_back(a < 0 ? a + rank : a);
+  if (r.axes.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      r.axes.push_back(i);
+  SmallVector<int64_t> kept(xt.getShape());
+  for (int64_t a : r.axes) {
+    r.count *= kept[a];
+    kept[a] = 1;
+  }
+  r.kept = RankedTensorType::get(kept, xt.getElementType());
+  return r;
+}
+
+/// `v` reshaped to `type` (a reduction's result with its axes kept).
+Value keptAs(ImplicitLocOpBuilder &b, Value v, RankedTensorType type) {
+  return typeOf(v) == type ? v : nn::ReshapeOp::create(b, type, v).getResult();
+}
+
 /// Reductions: the gradient broadcasts back over the reduced axes.
 template <typename Derived, typename Op, bool isMean>
 struct ReduceRule : Rule<Derived, Op> {
@@ -236,23 +267,9 @@ struct ReduceRule : Rule<Derived, Op> {
                               SmallVectorImpl<Value> &out) const {
     auto op = cast<Op>(raw);
     auto xt = typeOf(op.getX());
-    int64_t r = xt.getRank();
-    SmallVector<int64_t> axes;
-    for (int64_t a : op.getAxes())
-      axes.push_back(a < 0 ? a + r : a);
-    if (axes.empty())
-      for (int64_t i = 0; i < r; ++i)
-        axes.push_back(i);
-    SmallVector<int64_t> kept(xt.getShape());
-    int64_t count = 1;
-    for (int64_t a : axes) {
-      count *= kept[a];
-      kept[a] = 1;
-    }
-    Value gk = g[0];
-    auto keptType = RankedTensorType::get(kept, xt.getElementType());
-    if (typeOf(gk) != keptType)
-      gk = nn::ReshapeOp::create(b, keptType, gk);
+    Reduced red = reducedOf(xt, op.getAxes());
+    Value gk = keptAs(b, g[0], red.kept);
+    int64_t count = red.count;
     if (isMean)
       gk = mul(b, gk, num(b, gk, 1.0 / static_cast<double>(count)));
     out.push_back(broadcastTo(b, gk, xt));
@@ -434,23 +451,9 @@ struct ExtremumReduceRule : Rule<Derived, OpTy> {
   LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
                               SmallVectorImpl<Value> &out) const {
     auto op = cast<OpTy>(raw);
-    auto xt = typeOf(op.getX());
-    int64_t r = xt.getRank();
-    SmallVector<int64_t> axes;
-    for (int64_t a : op.getAxes())
-      axes.push_back(a < 0 ? a + r : a);
-    if (axes.empty())
-      for (int64_t i = 0; i < r; ++i)
-        axes.push_back(i);
-    SmallVector<int64_t> kept(xt.getShape());
-    for (int64_t a : axes)
-      kept[a] = 1;
-    auto keptType = RankedTensorType::get(kept, xt.getElementType());
-    Value y = op.getResult(), gk = g[0];
-    if (typeOf(y) != keptType) {
-      y = nn::ReshapeOp::create(b, keptType, y);
-      gk = nn::ReshapeOp::create(b, keptType, gk);
-    }
+    Reduced red = reducedOf(typeOf(op.getX()), op.getAxes());
+    Value y = keptAs(b, op.getResult(), red.kept), gk = keptAs(b, g[0], red.kept);
+    ArrayRef<int64_t> axes = red.axes;
     Value m = maskOf(b, nn::ComparePredicate::eq, op.getX(), y, op.getX());
     Value count = sumKeep(b, m, axes);
     out.push_back(mul(b, m, div(b, gk, count)));
@@ -462,23 +465,8 @@ struct ReduceMaxRule : ExtremumReduceRule<ReduceMaxRule, nn::ReduceMaxOp> {};
 RULE(ReduceProdRule, nn::ReduceProdOp)
   // d(prod x)/dx_i = prod / x_i: exact where no element of the reduced
   // slice is 0 (where one is, this gives inf or NaN; documented).
-  auto xt = typeOf(op.getX());
-  int64_t r = xt.getRank();
-  SmallVector<int64_t> kept(xt.getShape());
-  SmallVector<int64_t> axes;
-  for (int64_t a : op.getAxes())
-    axes.push_back(a < 0 ? a + r : a);
-  if (axes.empty())
-    for (int64_t i = 0; i < r; ++i)
-      axes.push_back(i);
-  for (int64_t a : axes)
-    kept[a] = 1;
-  auto keptType = RankedTensorType::get(kept, xt.getElementType());
-  Value y = op.getResult(), gk = g[0];
-  if (typeOf(y) != keptType) {
-    y = nn::ReshapeOp::create(b, keptType, y);
-    gk = nn::ReshapeOp::create(b, keptType, gk);
-  }
+  Reduced red = reducedOf(typeOf(op.getX()), op.getAxes());
+  Value y = keptAs(b, op.getResult(), red.kept), gk = keptAs(b, g[0], red.kept);
   out.push_back(div(b, mul(b, gk, y), op.getX()));
 END_RULE
 struct ReduceMinRule : ExtremumReduceRule<ReduceMinRule, nn::ReduceMinOp> {};

@@ -173,15 +173,10 @@ HandlerResult prelu(NodeContext &c) {
 
 /// Sum and Mean of one or more broadcasting inputs.
 HandlerResult sumOrMean(NodeContext &c) {
-  SmallVector<Value> xs;
-  for (unsigned i = 0; i < c.numInputs(); ++i) {
-    auto v = c.tensorInput(i);
-    if (failed(v))
-      return failure();
-    xs.push_back(*v);
-  }
-  if (xs.empty())
-    return c.error() << "needs at least one input";
+  auto inputs = c.tensorInputs();
+  if (failed(inputs))
+    return failure();
+  SmallVector<Value> xs = *inputs;
   Expr e{c};
   Value acc = xs[0];
   for (Value x : ArrayRef<Value>(xs).drop_front())

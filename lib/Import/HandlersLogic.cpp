@@ -250,15 +250,10 @@ HandlerResult where(NodeContext &c) {
 template <typename OpTy>
 HandlerResult extremum(NodeContext &c) {
   bool isMax = std::is_same_v<OpTy, nn::MaxOp>;
-  SmallVector<Value> xs;
-  for (unsigned i = 0; i < c.numInputs(); ++i) {
-    auto v = c.tensorInput(i);
-    if (failed(v))
-      return failure();
-    xs.push_back(*v);
-  }
-  if (xs.empty())
-    return c.error() << "needs at least one input";
+  auto inputs = c.tensorInputs();
+  if (failed(inputs))
+    return failure();
+  SmallVector<Value> xs = *inputs;
   Value acc = xs[0];
   for (Value x : ArrayRef<Value>(xs).drop_front()) {
     FailureOr<Value> folded = foldElementwise(

@@ -60,6 +60,19 @@ FailureOr<Value> NodeContext::tensorInput(unsigned i) const {
   return v;
 }
 
+FailureOr<SmallVector<Value>> NodeContext::tensorInputs() const {
+  SmallVector<Value> xs;
+  for (unsigned i = 0; i < numInputs(); ++i) {
+    auto v = tensorInput(i);
+    if (failed(v))
+      return failure();
+    xs.push_back(*v);
+  }
+  if (xs.empty())
+    return error() << "needs at least one input";
+  return xs;
+}
+
 std::optional<int64_t> NodeContext::intAttr(StringRef name) const {
   if (auto a = node.getAttrs().getAs<IntegerAttr>(name))
     return a.getInt();
@@ -217,6 +230,16 @@ private:
                                             Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
   LogicalResult checkAllSupported(const onnx::GraphProto &graph);
+  /// The opset the model imports for `domain` (0 when it imports none).
+  int64_t opsetOf(StringRef domain) const {
+    if (domain.empty() || domain == "ai.onnx")
+      return opset;
+    int64_t v = 0;
+    for (const auto &imp : model.opset_import())
+      if (imp.domain() == domain)
+        v = imp.version();
+    return v;
+  }
   LogicalResult define(StringRef name, Value v, Location loc);
   LogicalResult fail(ImportStatus s) {
     status = s;
@@ -475,13 +498,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       return fail(ImportStatus::unsupported);
     attrs.push_back(*converted);
   }
-  int64_t nodeOpset = opset;
-  if (!defaultDomain) {
-    nodeOpset = 0;
-    for (const auto &imp : model.opset_import())
-      if (imp.domain() == domain)
-        nodeOpset = imp.version();
-  }
+  int64_t nodeOpset = opsetOf(domain);
   SmallVector<Type> resultTypes(node.output_size(), b.getNoneType());
   auto generic = nn::OnnxNodeOp::create(
       b, loc, resultTypes, operands, node.op_type(), domain,
@@ -577,13 +594,7 @@ LogicalResult Importer::checkAllSupported(const onnx::GraphProto &graph) {
     if (defaultDomain && (node.op_type() == "Constant" ||
                           findHandler(node.op_type(), opset)))
       continue;
-    int64_t nodeOpset = opset;
-    if (!defaultDomain) {
-      nodeOpset = 0;
-      for (const auto &imp : model.opset_import())
-        if (imp.domain() == domain)
-          nodeOpset = imp.version();
-    }
+    int64_t nodeOpset = opsetOf(domain);
     std::string dom = defaultDomain ? "ai.onnx" : domain.str();
     auto it = llvm::find_if(missing, [&](const Missing &m) {
       return m.opType == node.op_type() && m.domain == dom;
@@ -665,13 +676,13 @@ LogicalResult Importer::importModel() {
       if (i >= opts.inputShapes.size()) {
         emitError(fileLoc) << "the model has more than " << opts.inputShapes.size()
                            << " inputs; give a shape for each (--input-shape)";
-        return fail(ImportStatus::invalid);
+        return fail(ImportStatus::inputMismatch);
       }
       const std::vector<int64_t> &want = opts.inputShapes[i];
       if (static_cast<int64_t>(want.size()) != rt.getRank()) {
         emitError(fileLoc) << "graph input '" << printable(in.name()) << "' has rank "
                            << rt.getRank() << ", the shape given for it has rank " << want.size();
-        return fail(ImportStatus::invalid);
+        return fail(ImportStatus::inputMismatch);
       }
       SmallVector<int64_t> shape(rt.getShape());
       for (int64_t d = 0; d < rt.getRank(); ++d) {
@@ -681,7 +692,7 @@ LogicalResult Importer::importModel() {
           emitError(fileLoc) << "graph input '" << printable(in.name()) << "' has size "
                              << shape[d] << " in dim " << d << ", the shape given for it "
                              << want[d];
-          return fail(ImportStatus::invalid);
+          return fail(ImportStatus::inputMismatch);
         }
       }
       type = Type(RankedTensorType::get(shape, rt.getElementType()));
@@ -692,7 +703,7 @@ LogicalResult Importer::importModel() {
   if (!opts.inputShapes.empty() && opts.inputShapes.size() != argTypes.size()) {
     emitError(fileLoc) << opts.inputShapes.size() << " input shapes given, the model has "
                        << argTypes.size() << " inputs";
-    return fail(ImportStatus::invalid);
+    return fail(ImportStatus::inputMismatch);
   }
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, fileLoc, "forward",

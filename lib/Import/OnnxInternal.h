@@ -88,6 +88,9 @@ public:
   mlir::Value input(unsigned i) const;
   /// Input `i`, which must be present and a ranked tensor; emits an error.
   mlir::FailureOr<mlir::Value> tensorInput(unsigned i) const;
+  /// Every input of a variadic op (Max, Min, Sum, Mean): at least one, all
+  /// ranked tensors; emits an error.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> tensorInputs() const;
 
   std::optional<int64_t> intAttr(llvm::StringRef name) const;
   std::optional<double> floatAttr(llvm::StringRef name) const;

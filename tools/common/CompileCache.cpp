@@ -175,6 +175,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   int rc = runTool(args);
   if (rc != 0) {
     std::system(("rm -rf '" + tmp + "'").c_str());
+    if (rc == 6) // an --input-shape that does not fit: the caller's inputs
+      die("the inputs given do not fit '" + model + "' (see above)", 2);
     die("compiling '" + model + "' failed (rewire-compile exit " + std::to_string(rc) + ")", 4);
   }
   std::string params = tmp + "/model.params.safetensors";

@@ -10,7 +10,8 @@
 // Exit codes: 0 compiled; 1 bad command line; 2 the model could not be read,
 // imported or verified; 3 it uses something the compiler does not support
 // (an op, a dynamic shape, a residual option); 4 a file could not be read or
-// written; 5 code generation or the link failed.
+// written; 5 code generation or the link failed; 6 an --input-shape does not
+// fit the model's inputs.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/nn/NNParameters.h"
@@ -274,9 +275,10 @@ int main(int argc, char **argv) {
     auto result = rewire::onnx_import::importOnnxFile(inputPath, &context, importOptions);
     if (!result.module) {
       using rewire::onnx_import::ImportStatus;
-      return result.status == ImportStatus::unsupported ? 3
-             : result.status == ImportStatus::io        ? 4
-                                                        : 2;
+      return result.status == ImportStatus::unsupported     ? 3
+             : result.status == ImportStatus::io            ? 4
+             : result.status == ImportStatus::inputMismatch ? 6
+                                                            : 2;
     }
     module = std::move(result.module);
   } else {

@@ -185,6 +185,8 @@ int main(int argc, char **argv) {
     switch (result.status) {
     case ImportStatus::unsupported:
       return kUnsupported;
+    case ImportStatus::inputMismatch:
+      return kUsage; // an --input-shape that does not fit the model
     case ImportStatus::io:
       return kIO;
     default:

@@ -52,7 +52,9 @@ struct ImportOptions {
 };
 
 /// What went wrong, for the tool's exit code.
-enum class ImportStatus { ok, invalid, unsupported, io };
+/// Why an import failed; `inputMismatch`: a shape given in
+/// ImportOptions::inputShapes does not fit the graph input it is for.
+enum class ImportStatus { ok, invalid, unsupported, io, inputMismatch };
 
 struct ImportResult {
   mlir::OwningOpRef<mlir::ModuleOp> module;
