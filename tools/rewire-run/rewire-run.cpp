@@ -44,6 +44,9 @@ namespace {
 struct Options {
   std::string model, function = "forward", params;
   std::vector<std::string> inputs, outputs, expected, compileFlags;
+  /// The --input tensors when main already parsed them (an .onnx model's
+  /// shapes bind its symbolic dims before compiling).
+  std::vector<HostTensor> parsedInputs;
   double rtol = 1e-5, atol = 1e-6;
   int benchmark = 0;
   int64_t printMax = 1024;
@@ -185,8 +188,8 @@ template <class M> int runWith(M *model, Options &o) {
       names += (names.empty() ? "" : ", ") + f.name;
     die("the model has no function '" + o.function + "' (it has: " + names + ")", 1);
   }
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < o.inputs.size(); ++i) {
+  std::vector<HostTensor> inputs = std::move(o.parsedInputs);
+  for (size_t i = inputs.size(); i < o.inputs.size(); ++i) {
     HostTensor t;
     if (auto err = tools::parseTensorSpec(o.inputs[i], t))
       die("--input " + std::to_string(i) + ": " + *err, 2);
@@ -345,6 +348,7 @@ int main(int argc, char **argv) {
         for (int64_t d : t.shape)
           shape += (shape.empty() ? "" : "x") + std::to_string(d);
         o.compileFlags.push_back("--input-shape=" + (shape.empty() ? "scalar" : shape));
+        o.parsedInputs.push_back(std::move(t));
       }
     }
     artifact = tools::compileCached(o.model, o.compileFlags, [](const std::string &m, int c) { die(m, c); });
