@@ -377,8 +377,9 @@ HandlerResult shape(NodeContext &c) {
   for (int64_t i = start; i < end; ++i) {
     if (ShapedType::isDynamic(dims[i]))
       return c.error() << "dimension " << i
-                       << " of the input is dynamic; bind symbolic "
-                          "dimensions with --dim NAME=SIZE";
+                       << " of the input is dynamic; bind symbolic dimensions with "
+                          "--dim NAME=SIZE or --input-shape (rewire-run binds them from its "
+                          "inputs; rewire-train: --batch, --seq-len)";
     out.push_back(dims[i]);
   }
   return SmallVector<Value>{makeI64Constant(c.b, c.loc(), out)};

@@ -69,7 +69,7 @@ struct Options {
   double lr = 1e-3, minLr = 0, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clip = 0;
   int64_t steps = 100, stopAfter = -1, warmup = 0, logEvery = 10, checkpointEvery = 0, seed = 0, evalEvery = 0,
-          evalBatches = 8;
+          evalBatches = 8, batch = 0, seqLen = 0;
   bool shuffle = false, resume = false, gradNorms = false, allowNoResidual = false;
 };
 
@@ -167,6 +167,14 @@ Options parse(int argc, char **argv) {
       .value("val-inputs", "X.npy", "validation inputs (with --val-targets)", text(o.valInputs))
       .value("val-targets", "Y.npy", "validation targets", text(o.valTargets))
       .value("eval-every", "K", "validation loss every K steps", count(o.evalEvery, "eval-every"))
+      .value("batch", "N",
+             "for a model exported with dynamic axes: its batch size\n"
+             "(binds the symbolic batch dim of an .onnx model)",
+             count(o.batch, "batch"), kCompileOnly)
+      .value("seq-len", "T",
+             "with --data/--text and a dynamic sequence axis: the\n"
+             "window length (with --batch)",
+             count(o.seqLen, "seq-len"), kCompileOnly)
       .value("eval-batches", "N", "batches per validation (mean; default 8)",
              count(o.evalBatches, "eval-batches"))
       .value("jsonl", "FILE.jsonl", "one JSON object per step (and per validation)",
@@ -993,6 +1001,29 @@ int main(int argc, char **argv) {
       flags.push_back("--allow-no-residual");
     if (o.device == "cuda")
       flags.push_back("--target=cuda");
+    if (o.batch > 0) {
+      // The model's one input at the batch asked for: [N, rest of an example]
+      // for --inputs, [N, T] token windows for --data/--text.
+      std::string shape = std::to_string(o.batch);
+      if (!o.inputs.empty()) {
+        HostTensor x;
+        if (auto err = readNpy(o.inputs, x))
+          die("--inputs: " + *err, 2);
+        for (size_t d = 1; d < x.shape.size(); ++d)
+          shape += "x" + std::to_string(x.shape[d]);
+      } else {
+        if (o.seqLen <= 0)
+          die("--batch with token data needs --seq-len (the window length)", 1);
+        shape += "x" + std::to_string(o.seqLen);
+      }
+      if (endsWith(".onnx"))
+        flags.push_back("--input-shape=" + shape);
+      else
+        die("--batch binds an .onnx model's symbolic batch dim; '" + o.model +
+                "' is not an .onnx model (its shapes are fixed)", 1);
+    } else if (o.seqLen > 0) {
+      die("--seq-len needs --batch", 1);
+    }
     artifact = tools::compileCached(o.model, flags, die);
   }
   std::string error;
