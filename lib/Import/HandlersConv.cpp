@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "OnnxInternal.h"
 
+#include "rewire/Support/Checked.h"
+
 using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_import;
@@ -177,6 +179,8 @@ HandlerResult averagePool(NodeContext &c) {
   if (kh < 1 || kw < 1 || kh * kw > 65536 || ch > 65536)
     return c.error() << "kernel " << kh << "x" << kw << " is out of range";
   auto ft = cast<FloatType>(xt.getElementType());
+  if (!fitsBuiltConstant(c, checkedMul(ch, checkedMul(kh, kw).value_or(-1)).value_or(-1), "the averaging kernel"))
+    return failure();
   auto wType = RankedTensorType::get({ch, 1, kh, kw}, ft);
   Value weight = nn::ConstantOp::create(
       c.b, c.loc(), wType,
@@ -194,6 +198,8 @@ HandlerResult averagePool(NodeContext &c) {
     return single(conv);
   auto out = cast<RankedTensorType>(conv->getType());
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  if (!fitsBuiltConstant(c, checkedMul(oh, ow).value_or(-1), "the count of padded windows"))
+    return failure();
   int64_t h = xt.getDimSize(2), w = xt.getDimSize(3);
   SmallVector<APFloat> scale;
   for (int64_t i = 0; i < oh; ++i)

@@ -130,6 +130,8 @@ FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value dat
                        << ") exceeds the data's (" << dt.getDimSize(d) << ")";
   SmallVector<int64_t> strides = stridesOf(dt.getShape());
   int64_t total = dt.getNumElements(), dim = dt.getDimSize(axis);
+  if (!fitsBuiltConstant(c, it.getNumElements(), "the index map of GatherElements"))
+    return failure();
   // The offset of every index position without its own axis coordinate.
   SmallVector<int64_t> base(it.getNumElements());
   SmallVector<int64_t> pos(rank, 0);

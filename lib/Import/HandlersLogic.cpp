@@ -576,6 +576,8 @@ HandlerResult trilu(NodeContext &c) {
   }
   bool upper = c.intAttrOr("upper", 1) != 0;
   int64_t m = t.getDimSize(t.getRank() - 2), n = t.getDimSize(t.getRank() - 1);
+  if (!fitsBuiltConstant(c, checkedMul(m, n).value_or(-1), "the triangular mask"))
+    return failure();
   SmallVector<int64_t> keep;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
@@ -607,6 +609,8 @@ HandlerResult eyeLike(NodeContext &c) {
       return c.error() << "unsupported dtype " << *dt;
   }
   int64_t k = c.intAttrOr("k", 0), m = t.getDimSize(0), n = t.getDimSize(1);
+  if (!fitsBuiltConstant(c, checkedMul(m, n).value_or(-1), "the identity matrix"))
+    return failure();
   auto type = RankedTensorType::get({m, n}, elt);
   if (isa<FloatType>(elt)) {
     SmallVector<APFloat> v;

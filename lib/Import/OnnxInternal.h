@@ -182,6 +182,25 @@ mlir::FailureOr<mlir::Value> gatherElementsOf(NodeContext &c, mlir::Value data,
 mlir::FailureOr<mlir::Value> logSoftmaxOf(NodeContext &c, mlir::Value x,
                                           llvm::ArrayRef<int64_t> axes);
 
+/// The most elements a handler builds into a constant of its own (masks,
+/// index maps, weights): 2^24. A model whose shapes would need more is
+/// refused with an error naming the node, rather than allocating it.
+constexpr int64_t kMaxBuiltConstantElements = int64_t(1) << 24;
+
+/// Emits an error and returns false when `n` elements (a constant the
+/// handler would build, described by `what`) exceed the limit above.
+inline bool fitsBuiltConstant(const NodeContext &c, int64_t n, llvm::StringRef what) {
+  if (n >= 0 && n <= kMaxBuiltConstantElements)
+    return true;
+  if (n < 0) {
+    c.error() << what << " would need a constant with more elements than int64 counts";
+    return false;
+  }
+  c.error() << what << " would need a constant of " << n << " elements, over the limit of "
+            << kMaxBuiltConstantElements;
+  return false;
+}
+
 /// Normalizes `axis` into [0, rank) in place; false (axis unchanged) when it
 /// is out of range.
 inline bool normalizeAxisInPlace(int64_t &axis, int64_t rank) {

@@ -222,6 +222,10 @@ M["external_data"] = lambda: (lambda m: (
 M["dynamic_reshape"] = lambda: model(
     [h.make_node("Reshape", ["x", "s"], ["y"], name="view")],
     [vi("x", [2, 6]), vi("s", [2], TP.INT64)], [vi("y", [3, 4])])
+# A handler's own constants are bounded (2^24 elements): a triangular mask
+# for a 65536 x 65536 input is refused, not allocated.
+M["trilu_huge"] = lambda: model([h.make_node("Trilu", ["x"], ["y"], name="tri")],
+                                [vi("x", [65536, 65536])], [vi("y", [65536, 65536])])
 M["dropout_mask_used"] = lambda: model(
     [h.make_node("Dropout", ["x"], ["y", "mask"], name="d"),
      h.make_node("Identity", ["mask"], ["z"], name="use")],
