@@ -53,14 +53,6 @@ FailureOr<Value> gather(NodeContext &c, Value data, Value indices, int64_t axis)
   return op->getResult();
 }
 
-/// Row-major strides of `shape`.
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> s(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 HandlerResult gatherND(NodeContext &c) {
   auto data = c.tensorInput(0), idx = c.tensorInput(1);
   if (failed(data) || failed(idx))

@@ -140,9 +140,7 @@ HandlerResult transpose(NodeContext &c) {
   else
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
-  SmallVector<int64_t> inStrides(rank, 1), folded;
-  for (int64_t d = rank - 2; d >= 0; --d)
-    inStrides[d] = inStrides[d + 1] * in.getDimSize(d + 1);
+  SmallVector<int64_t> inStrides = stridesOf(in.getShape()), folded;
   for (int64_t flat = 0; flat < out.getNumElements(); ++flat) {
     int64_t rem = flat, off = 0;
     for (int64_t d = rank - 1; d >= 0; --d) {
@@ -285,9 +283,7 @@ HandlerResult slice(NodeContext &c) {
     first[axis] = start;
     step[axis] = st;
   }
-  SmallVector<int64_t> inStrides(rank, 1), out;
-  for (int64_t d = rank - 2; d >= 0; --d)
-    inStrides[d] = inStrides[d + 1] * in.getDimSize(d + 1);
+  SmallVector<int64_t> inStrides = stridesOf(in.getShape()), out;
   for (int64_t flat = 0; flat < outType.getNumElements(); ++flat) {
     int64_t rem = flat, off = 0;
     for (int64_t d = rank - 1; d >= 0; --d) {

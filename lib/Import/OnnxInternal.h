@@ -201,6 +201,14 @@ inline bool fitsBuiltConstant(const NodeContext &c, int64_t n, llvm::StringRef w
   return false;
 }
 
+/// Row-major strides (in elements) of a static `shape`.
+inline llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
 /// Normalizes `axis` into [0, rank) in place; false (axis unchanged) when it
 /// is out of range.
 inline bool normalizeAxisInPlace(int64_t &axis, int64_t rank) {
