@@ -58,11 +58,7 @@ struct Expr {
     auto op = createInferred<nn::WhereOp>(c, {m, a, b});
     return succeeded(op) ? op->getResult() : Value();
   }
-  Value num(Value like, double v) {
-    Type elt = typeOf(like).getElementType();
-    auto t = RankedTensorType::get({}, elt);
-    return nn::ConstantOp::create(c.b, c.loc(), t, DenseElementsAttr::get(t, FloatAttr::get(elt, v)));
-  }
+  Value num(Value like, double v) { return scalarConstant(c, typeOf(like).getElementType(), v); }
   template <typename OpTy>
   Value reduce(Value x, ArrayRef<int64_t> axes) {
     if (!x)

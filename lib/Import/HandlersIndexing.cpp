@@ -454,18 +454,6 @@ HandlerResult oneHot(NodeContext &c) {
   return single(createInferred<nn::WhereOp>(c, {eq->getResult(), *on, *off}));
 }
 
-/// The float scalars of a constant float tensor.
-std::optional<SmallVector<double>> constantFloats(Value v) {
-  auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
-  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
-  if (!dense)
-    return std::nullopt;
-  SmallVector<double> out;
-  for (const APFloat &f : dense.getValues<APFloat>())
-    out.push_back(f.convertToDouble());
-  return out;
-}
-
 /// Resize, modes nearest and linear (separable: per resized axis a gather
 /// of constant source indices, for linear two of them weighted by constant
 /// coefficients), with constant scales or sizes and the coordinate
@@ -506,7 +494,7 @@ HandlerResult resize(NodeContext &c) {
       scales[d] = double(sizes[d]) / double(xt.getDimSize(d));
     }
   } else if (scalesV && typeOf(scalesV).getNumElements() > 0) {
-    auto sc = constantFloats(scalesV);
+    auto sc = c.constantFloats(scalesV);
     if (!sc || static_cast<int64_t>(sc->size()) != rank)
       return c.error() << "scales must be a constant float tensor with one entry per dim";
     for (int64_t d = 0; d < rank; ++d) {

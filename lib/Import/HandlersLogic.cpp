@@ -49,17 +49,6 @@ Value intOrBoolConstant(NodeContext &c, RankedTensorType type, ArrayRef<int64_t>
   return nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, bits));
 }
 
-/// A splat nn.constant of `type` (float, integer or i1) with value `v`.
-Value splat(NodeContext &c, RankedTensorType type, double v) {
-  Type elt = type.getElementType();
-  Attribute a;
-  if (auto ft = dyn_cast<FloatType>(elt))
-    a = FloatAttr::get(ft, v);
-  else
-    a = IntegerAttr::get(elt, APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v),
-                                    /*isSigned=*/true, /*implicitTrunc=*/true));
-  return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, a));
-}
 
 /// Folds an elementwise op on constant integer/i1 operands with NumPy
 /// broadcasting; null when an operand is not such a constant or a shape is
@@ -169,13 +158,13 @@ HandlerResult isInf(NodeContext &c) {
   auto scalar = RankedTensorType::get({}, elt);
   auto eq = [&](double v) {
     return createInferred<nn::CompareOp>(
-        c, {*x, splat(c, scalar, v)},
+        c, {*x, splatConstant(c, scalar, v)},
         {c.b.getNamedAttr("predicate",
                           c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::eq))});
   };
   double inf = std::numeric_limits<double>::infinity();
   if (!pos && !neg)
-    return SmallVector<Value>{splat(c, RankedTensorType::get(typeOf(*x).getShape(), c.b.getI1Type()), 0)};
+    return SmallVector<Value>{splatConstant(c, RankedTensorType::get(typeOf(*x).getShape(), c.b.getI1Type()), 0)};
   if (pos != neg)
     return single(eq(pos ? inf : -inf));
   auto p = eq(inf), n = eq(-inf);
@@ -294,7 +283,7 @@ FailureOr<Value> boundOf(NodeContext &c, Value x, unsigned input, StringRef attr
   if (!f)
     return Value();
   present = true;
-  return splat(c, RankedTensorType::get({}, typeOf(x).getElementType()), *f);
+  return splatConstant(c, RankedTensorType::get({}, typeOf(x).getElementType()), *f);
 }
 
 /// Clip(x, lo, hi) = min(max(x, lo), hi) for the bounds that are present.
@@ -375,7 +364,7 @@ HandlerResult mod(NodeContext &c) {
     auto op = createInferred<nn::WhereOp>(c, {m, x, y});
     return succeeded(op) ? op->getResult() : Value();
   };
-  Value zero = splat(c, RankedTensorType::get({}, elt), 0);
+  Value zero = splatConstant(c, RankedTensorType::get({}, elt), 0);
   Value q = bin(nn::DivOp(), *a, *b);
   if (isFloat && q)
     q = sel(cmp(nn::ComparePredicate::lt, q, zero), nn::CeilOp::create(c.b, c.loc(), q),
@@ -428,22 +417,22 @@ HandlerResult constantOfShape(NodeContext &c) {
     else
       value = static_cast<double>((*dense.getValues<APInt>().begin()).getSExtValue());
   }
-  return SmallVector<Value>{splat(c, RankedTensorType::get(*shape, elt), value)};
+  return SmallVector<Value>{splatConstant(c, RankedTensorType::get(*shape, elt), value)};
 }
 
 /// A scalar float nn.constant's value.
-std::optional<double> constantFloat(Value v) {
-  auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
-  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
-  if (!dense || dense.getNumElements() != 1)
+std::optional<double> constantFloat(NodeContext &c, Value v) {
+  auto f = c.constantFloats(v);
+  if (!f || f->size() != 1)
     return std::nullopt;
-  return (*dense.getValues<APFloat>().begin()).convertToDouble();
+  return (*f)[0];
 }
 
 /// Range on constant floats: start + i * delta for i < ceil((limit - start)
 /// / delta), as ONNX defines it.
 HandlerResult floatRange(NodeContext &c, FloatType ft) {
-  auto a = constantFloat(c.input(0)), l = constantFloat(c.input(1)), d = constantFloat(c.input(2));
+  auto a = constantFloat(c, c.input(0)), l = constantFloat(c, c.input(1)),
+       d = constantFloat(c, c.input(2));
   if (!a || !l || !d)
     return c.error() << "start, limit and delta must be constant scalars (a range computed "
                         "at run time is not supported)";
@@ -515,7 +504,7 @@ HandlerResult expand(NodeContext &c) {
   if (auto vals = constantValues(*x); vals && typeOf(*x).hasStaticShape()) {
     auto n = checkedNumElements(*out, 1 << 20);
     if (n) {
-      Value t = splat(c, RankedTensorType::get(*out, c.b.getI1Type()), 1);
+      Value t = splatConstant(c, RankedTensorType::get(*out, c.b.getI1Type()), 1);
       FailureOr<Value> folded = foldElementwise(
           c, {t, *x}, typeOf(*x).getElementType(),
           [](ArrayRef<int64_t> a) -> std::optional<int64_t> { return a[1]; });
@@ -523,7 +512,7 @@ HandlerResult expand(NodeContext &c) {
         return single(folded);
     }
   }
-  Value cond = splat(c, RankedTensorType::get(*out, c.b.getI1Type()), 1);
+  Value cond = splatConstant(c, RankedTensorType::get(*out, c.b.getI1Type()), 1);
   return single(createInferred<nn::WhereOp>(c, {cond, *x, *x}));
 }
 
@@ -590,7 +579,7 @@ HandlerResult trilu(NodeContext &c) {
     if (failed(folded) || *folded)
       return single(folded);
   }
-  Value zero = splat(c, RankedTensorType::get({}, t.getElementType()), 0);
+  Value zero = splatConstant(c, RankedTensorType::get({}, t.getElementType()), 0);
   return single(createInferred<nn::WhereOp>(c, {mask, *x, zero}));
 }
 
@@ -691,7 +680,7 @@ FailureOr<Value> floatInput(NodeContext &c) {
 }
 
 Value scalarLike(NodeContext &c, Value x, double v) {
-  return splat(c, RankedTensorType::get({}, typeOf(x).getElementType()), v);
+  return splatConstant(c, RankedTensorType::get({}, typeOf(x).getElementType()), v);
 }
 
 /// max(0, min(1, alpha x + beta)).

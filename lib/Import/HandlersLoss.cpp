@@ -29,13 +29,6 @@ Value make(NodeContext &c, ValueRange operands, ArrayRef<NamedAttribute> attrs =
   return succeeded(op) ? op->getResult() : Value();
 }
 
-Value scalarOf(NodeContext &c, Type elt, double v) {
-  auto t = RankedTensorType::get({}, elt);
-  Attribute a = isa<FloatType>(elt) ? Attribute(FloatAttr::get(elt, v))
-                                    : Attribute(IntegerAttr::get(elt, static_cast<int64_t>(v)));
-  return nn::ConstantOp::create(c.b, c.loc(), t, DenseElementsAttr::get(t, a));
-}
-
 FailureOr<Value> nll(NodeContext &c, Value logp, Value target, Value weight) {
   auto lt = typeOf(logp), tt = typeOf(target);
   if (!isa<FloatType>(lt.getElementType()) || !isa<IntegerType>(tt.getElementType()) ||
@@ -52,9 +45,9 @@ FailureOr<Value> nll(NodeContext &c, Value logp, Value target, Value weight) {
   };
   Value t = target, keep;
   if (auto ignore = c.intAttr("ignore_index")) {
-    Value ig = scalarOf(c, it, static_cast<double>(*ignore));
+    Value ig = scalarConstant(c, it, static_cast<double>(*ignore));
     keep = make<nn::CompareOp>(c, {target, ig}, {pred(nn::ComparePredicate::ne)});
-    t = make<nn::WhereOp>(c, {keep, target, scalarOf(c, it, 0)});
+    t = make<nn::WhereOp>(c, {keep, target, scalarConstant(c, it, 0)});
   }
   Value t1 = make<nn::UnsqueezeOp>(c, {t}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({1}))});
   if (!t1)
@@ -93,7 +86,7 @@ FailureOr<Value> nll(NodeContext &c, Value logp, Value target, Value weight) {
   Value total = sumAll(loss);
   if (reduction == "sum")
     return total ? FailureOr<Value>(total) : FailureOr<Value>(failure());
-  Value count = w ? sumAll(w) : scalarOf(c, elt, static_cast<double>(tt.getNumElements()));
+  Value count = w ? sumAll(w) : scalarConstant(c, elt, static_cast<double>(tt.getNumElements()));
   Value mean = make<nn::DivOp>(c, {total, count});
   return mean ? FailureOr<Value>(mean) : FailureOr<Value>(failure());
 }

@@ -332,10 +332,7 @@ HandlerResult reduce(NodeContext &c) {
 }
 
 Value scalarOf(NodeContext &c, Value like, double v) {
-  Type elt = cast<RankedTensorType>(like.getType()).getElementType();
-  auto t = RankedTensorType::get({}, elt);
-  return nn::ConstantOp::create(c.b, c.loc(), t,
-                                DenseElementsAttr::get(t, FloatAttr::get(elt, v)));
+  return scalarConstant(c, cast<RankedTensorType>(like.getType()).getElementType(), v);
 }
 
 /// The reductions written with the others: L1 = sum |x|, L2 = sqrt(sum x^2),

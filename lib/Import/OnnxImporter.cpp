@@ -114,6 +114,28 @@ NodeContext::constantInts(Value v) const {
   return out;
 }
 
+std::optional<SmallVector<double>> NodeContext::constantFloats(Value v) const {
+  auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
+  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
+  if (!dense)
+    return std::nullopt;
+  SmallVector<double> out;
+  for (const APFloat &f : dense.getValues<APFloat>())
+    out.push_back(f.convertToDouble());
+  return out;
+}
+
+Value rewire::onnx_import::splatConstant(NodeContext &c, RankedTensorType type, double v) {
+  Type elt = type.getElementType();
+  Attribute a;
+  if (auto ft = dyn_cast<FloatType>(elt))
+    a = FloatAttr::get(ft, v);
+  else
+    a = IntegerAttr::get(elt, APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v),
+                                    /*isSigned=*/true, /*implicitTrunc=*/true));
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, a));
+}
+
 FailureOr<SmallVector<int64_t>>
 NodeContext::constantIntsInput(unsigned i, StringRef what) const {
   Value v = input(i);

@@ -105,6 +105,8 @@ public:
 
   /// The integer values of `v` when it is a constant (nn.constant).
   std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v) const;
+  /// The values of `v` when it is a float constant (nn.constant).
+  std::optional<llvm::SmallVector<double>> constantFloats(mlir::Value v) const;
   /// Integer values of input `i`, which must be a constant; emits an error
   /// naming `what` otherwise.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
@@ -216,6 +218,14 @@ inline bool normalizeAxisInPlace(int64_t &axis, int64_t rank) {
   if (n)
     axis = *n;
   return n.has_value();
+}
+
+/// A splat nn.constant of `type` (float, integer or i1) holding `v`.
+mlir::Value splatConstant(NodeContext &c, mlir::RankedTensorType type, double v);
+
+/// A rank-0 nn.constant of element type `elt` holding `v`.
+inline mlir::Value scalarConstant(NodeContext &c, mlir::Type elt, double v) {
+  return splatConstant(c, mlir::RankedTensorType::get({}, elt), v);
 }
 
 /// Creates an nn.constant holding `values` as a 1-D (or 0-D when `scalar`)
