@@ -14,6 +14,7 @@ import numpy as np
 # bf16 has no NumPy type: its tensors are exchanged as raw uint16 bits.
 _DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.uint16,
            "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8,
+           "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
            "i1": np.bool_}
 _NAMES = {np.dtype(v): k for k, v in _DTYPES.items() if k != "bf16"}
 
@@ -121,12 +122,12 @@ class Model:
         """Runs `name`; inputs are NumPy arrays (made contiguous, never cast).
         Returns the outputs (new arrays, or `outputs` filled in place)."""
         f = self._index(name)
-        _, outs = self.signature(name)
+        ins_sig, outs = self.signature(name)
         if outputs is None:
             outputs = [np.empty(shape, _DTYPES[dt]) for dt, shape in outs]
         keep = []
 
-        def describe(a):
+        def describe(a, expected=None):
             # np.ascontiguousarray would turn a 0-d array into 1-d: copy only when needed.
             if not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
@@ -134,15 +135,20 @@ class Model:
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
             keep.append(shape)
             dtype = _NAMES.get(a.dtype)
+            # bf16 travels as its raw uint16 bits.
+            if expected == "bf16" and a.dtype == np.uint16:
+                dtype = "bf16"
             if dtype is None:
                 raise RewireError("unsupported dtype %s" % a.dtype)
             return _Tensor(dtype.encode(), a.ndim, shape, a.ctypes.data)
 
-        ins = (_Tensor * max(len(inputs), 1))(*[describe(a) for a in inputs])
+        ins = (_Tensor * max(len(inputs), 1))(*[
+            describe(a, ins_sig[i][0] if i < len(ins_sig) else None) for i, a in enumerate(inputs)])
         for o in outputs:
             if not o.flags.c_contiguous:
                 raise RewireError("outputs must be C-contiguous")
-        outv = (_Tensor * max(len(outputs), 1))(*[describe(o) for o in outputs])
+        outv = (_Tensor * max(len(outputs), 1))(*[
+            describe(o, outs[i][0] if i < len(outs) else None) for i, o in enumerate(outputs)])
         if self._lib.rewire_model_run(self._handle, f, len(inputs), ins, len(outputs), outv) != 0:
             raise RewireError(last_error())
         return outputs

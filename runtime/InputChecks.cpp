@@ -30,7 +30,7 @@ std::optional<std::string> parseInputChecks(const JsonValue &list, const std::st
       return where + ": an input check is malformed";
     DType t = inputs[static_cast<size_t>(*index)].dtype;
     if (t != DType::I64 && t != DType::I32 && t != DType::I16 && t != DType::I8 &&
-        t != DType::U8)
+        t != DType::U8 && t != DType::U16 && t != DType::U32 && t != DType::U64)
       return where + ": an input check names a non-integer input";
     check.input = static_cast<size_t>(*index);
     check.what = what->text;
@@ -60,6 +60,10 @@ std::optional<std::string> checkInputValues(const InputValueCheck &check,
     case DType::I16: { int16_t x; std::memcpy(&x, p, 2); v = x; break; }
     case DType::I8: v = static_cast<int8_t>(*p); break;
     case DType::U8: v = *p; break;
+    case DType::U16: { uint16_t x; std::memcpy(&x, p, 2); v = x; break; }
+    case DType::U32: { uint32_t x; std::memcpy(&x, p, 4); v = x; break; }
+    // Above INT64_MAX reads as negative: out of any index range, as it is.
+    case DType::U64: { uint64_t x; std::memcpy(&x, p, 8); v = static_cast<int64_t>(x); if (v < 0) v = INT64_MAX; break; }
     default: return std::nullopt; // refused when the artifact was read
     }
     bool bad = check.nonzero ? v == 0

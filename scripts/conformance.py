@@ -149,7 +149,8 @@ def run_test_unchecked(test_dir, work):
                 return op, "fail", "output shape %s, expected %s" % (g.shape, w.shape)
             if w.dtype.kind in "fc":
                 g64, w64 = g.astype(np.float64), w.astype(np.float64)
-                bad = ~((np.abs(g64 - w64) <= 1e-5 + 1e-4 * np.abs(w64)) | (np.isnan(g64) & np.isnan(w64)))
+                with np.errstate(invalid="ignore"):
+                    bad = ~((np.abs(g64 - w64) <= 1e-5 + 1e-4 * np.abs(w64)) | (g64 == w64) | (np.isnan(g64) & np.isnan(w64)))
                 if bad.any():
                     return op, "fail", "values differ (max abs %.2e)" % np.nanmax(np.abs(g64 - w64))
             elif not np.array_equal(g, w):
@@ -163,6 +164,7 @@ def main():
     ap.add_argument("--limit-per-op", type=int, default=0)
     ap.add_argument("--ops", default="")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--failures", action="store_true", help="print each failing test and why")
     a = ap.parse_args()
     wanted = set(a.ops.split(",")) if a.ops else None
     tests, unsupported = [], collections.Counter()
@@ -193,6 +195,11 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         for d, (op, status, why) in zip(tests, pool.map(lambda t: run_test(t, work), tests)):
             results[op].append((os.path.basename(d), status, why))
+    if a.failures:
+        for op in sorted(results):
+            for name, status, why in results[op]:
+                if status != "pass":
+                    print("FAIL %s [%s]: %s" % (name, op, why))
     total_pass = sum(s == "pass" for rs in results.values() for _, s, _ in rs)
     total = sum(len(rs) for rs in results.values())
     n_all = len(glob.glob(os.path.join(DATA, "test_*")))

@@ -49,6 +49,10 @@ std::optional<std::string> dtypeOf(Type t) {
   if (t.isF64()) return "f64";
   if (t.isF16()) return "f16";
   if (t.isBF16()) return "bf16";
+  if (t.isUnsignedInteger(64)) return "ui64";
+  if (t.isUnsignedInteger(32)) return "ui32";
+  if (t.isUnsignedInteger(16)) return "ui16";
+  if (t.isUnsignedInteger(8)) return "ui8";
   if (t.isInteger(64)) return "i64";
   if (t.isInteger(32)) return "i32";
   if (t.isInteger(16)) return "i16";
@@ -65,7 +69,7 @@ LogicalResult specOf(Operation *where, Type type, std::string name, StringRef ro
     return where->emitError() << "rewire-compile: " << role << " '" << name << "' has type "
                               << type
                               << "; entry points take and return statically shaped tensors of "
-                                 "f32/f64/f16/bf16/i64/i32/i16/i8/i1 (bind symbolic sizes "
+                                 "f32/f64/f16/bf16/i64/i32/i16/i8/ui64/ui32/ui16/ui8/i1 (bind symbolic sizes "
                                  "with --dim NAME=SIZE)";
   if (tensor.getNumElements() == 0)
     return where->emitError() << "rewire-compile: " << role << " '" << name << "' has type "

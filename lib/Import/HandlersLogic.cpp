@@ -388,6 +388,48 @@ HandlerResult mod(NodeContext &c) {
   return SmallVector<Value>{r};
 }
 
+/// BitShift(x, y) on unsigned integers: x * 2^y (LEFT; a shift of the width
+/// or more wraps 2^y to 0, so the result is 0) or x / 2^min(y, w - 1), 0
+/// where y >= w (RIGHT). nn.pow on integers multiplies with wraparound.
+HandlerResult bitShift(NodeContext &c) {
+  auto x = c.tensorInput(0), y = c.tensorInput(1);
+  if (failed(x) || failed(y))
+    return failure();
+  auto elt = dyn_cast<IntegerType>(typeOf(*x).getElementType());
+  if (!elt || !elt.isUnsigned() || typeOf(*y).getElementType() != elt)
+    return c.error() << "expects two tensors of one unsigned integer type, got " << x->getType()
+                     << " and " << y->getType();
+  std::string direction = c.stringAttr("direction").value_or("");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return c.error() << "direction must be LEFT or RIGHT, got '" << direction << "'";
+  unsigned width = elt.getWidth();
+  auto scalar = [&](double v) { return scalarConstant(c, elt, v); };
+  auto bin = [&](auto tag, Value a, Value b) -> Value {
+    using OpTy = decltype(tag);
+    if (!a || !b)
+      return {};
+    auto op = createInferred<OpTy>(c, {a, b});
+    return succeeded(op) ? op->getResult() : Value();
+  };
+  Value r;
+  if (direction == "LEFT") {
+    r = bin(nn::MulOp(), *x, bin(nn::PowOp(), scalar(2), *y));
+  } else {
+    Value shift = bin(nn::MinOp(), *y, scalar(width - 1));
+    Value q = bin(nn::DivOp(), *x, bin(nn::PowOp(), scalar(2), shift));
+    auto tooFar = createInferred<nn::CompareOp>(
+        c, {*y, scalar(width)},
+        {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::ge))});
+    if (failed(tooFar) || !q)
+      return failure();
+    auto w = createInferred<nn::WhereOp>(c, {tooFar->getResult(), scalar(0), q});
+    r = succeeded(w) ? w->getResult() : Value();
+  }
+  if (!r)
+    return failure();
+  return SmallVector<Value>{r};
+}
+
 //===----------------------------------------------------------------------===//
 // Generated and broadcast tensors
 //===----------------------------------------------------------------------===//
@@ -761,6 +803,7 @@ const Handler kHandlers[] = {
     {"Min", 8, 21, extremum<nn::MinOp>},
     {"Clip", 6, 21, clip},
     {"Mod", 10, 21, mod},
+    {"BitShift", 11, 21, bitShift},
     {"ConstantOfShape", 9, 21, constantOfShape},
     {"Range", 11, 21, range},
     {"Expand", 8, 21, expand},

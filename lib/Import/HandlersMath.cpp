@@ -110,11 +110,25 @@ HandlerResult binary(NodeContext &c) {
     return SmallVector<Value>{*folded};
   Value r = *rhs;
   // Pow's exponent may have another type than its base (x^2 with an
-  // integer 2): computed in the base's type.
+  // integer 2). A float base takes the exponent in its type; an integer base
+  // with a float exponent is raised in f64 and truncated back to its type
+  // (ONNX Runtime's std::pow + cast); integer exponents take the base's type.
   auto lt = cast<RankedTensorType>(lhs->getType()), rt = cast<RankedTensorType>(r.getType());
-  if (std::is_same_v<OpTy, nn::PowOp> && lt.getElementType() != rt.getElementType() &&
-      isa<FloatType>(lt.getElementType()))
-    r = nn::CastOp::create(c.b, c.loc(), RankedTensorType::get(rt.getShape(), lt.getElementType()), r);
+  Type baseElt = lt.getElementType(), expElt = rt.getElementType();
+  if (std::is_same_v<OpTy, nn::PowOp> && baseElt != expElt) {
+    if (!isa<FloatType>(baseElt) && isa<FloatType>(expElt)) {
+      Type f64 = c.b.getF64Type();
+      Value base = nn::CastOp::create(c.b, c.loc(), RankedTensorType::get(lt.getShape(), f64), *lhs);
+      Value e = nn::CastOp::create(c.b, c.loc(), RankedTensorType::get(rt.getShape(), f64), r);
+      auto p = createInferred<OpTy>(c, {base, e});
+      if (failed(p))
+        return failure();
+      auto pt = cast<RankedTensorType>(p->getType());
+      return SmallVector<Value>{nn::CastOp::create(
+          c.b, c.loc(), RankedTensorType::get(pt.getShape(), baseElt), p->getResult())};
+    }
+    r = nn::CastOp::create(c.b, c.loc(), RankedTensorType::get(rt.getShape(), baseElt), r);
+  }
   return single(createInferred<OpTy>(c, {*lhs, r}));
 }
 

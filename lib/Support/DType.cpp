@@ -16,7 +16,9 @@ constexpr Info kInfo[] = {
     {DType::F16, 2, "f16", "F16"},  {DType::BF16, 2, "bf16", "BF16"},
     {DType::I64, 8, "i64", "I64"},  {DType::I32, 4, "i32", "I32"},
     {DType::I16, 2, "i16", "I16"},  {DType::I8, 1, "i8", "I8"},
-    {DType::U8, 1, "ui8", "U8"},    {DType::Bool, 1, "i1", "BOOL"},
+    {DType::U8, 1, "ui8", "U8"},    {DType::U16, 2, "ui16", "U16"},
+    {DType::U32, 4, "ui32", "U32"}, {DType::U64, 8, "ui64", "U64"},
+    {DType::Bool, 1, "i1", "BOOL"},
 };
 const Info &info(DType t) {
   for (const Info &i : kInfo)
@@ -103,6 +105,9 @@ double HostTensor::at(int64_t i) const {
   case DType::I16: return load(int16_t());
   case DType::I8: return load(int8_t());
   case DType::U8: return load(uint8_t());
+  case DType::U16: return load(uint16_t());
+  case DType::U32: return load(uint32_t());
+  case DType::U64: return load(uint64_t());
   case DType::Bool: return *p ? 1.0 : 0.0;
   case DType::F16: {
     uint16_t h;

@@ -18,7 +18,7 @@ struct NpyType {
 constexpr NpyType kTypes[] = {
     {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
     {"<i8", DType::I64}, {"<i4", DType::I32}, {"<i2", DType::I16},
-    {"|i1", DType::I8},  {"|u1", DType::U8},  {"|b1", DType::Bool},
+    {"|i1", DType::I8},  {"|u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32}, {"<u8", DType::U64},  {"|b1", DType::Bool},
 };
 
 /// A strict reader of the header dict:

@@ -51,7 +51,11 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg", "::mlir::func::FuncOp"> {
     lowered too, and so are slice (extract_slice; negative steps as a
     gather), concat (insert_slice chain), squeeze/unsqueeze (reshape) and cast
     (ONNX semantics: nonzero is true, float to int truncates). Elementwise
-    add/sub/mul/div also take signless integers. Grouped and depthwise
+    add/sub/mul/div/pow/max/min and compare also take integers. ONNX's
+    unsigned types (ui8 ... ui64) become signless first: each nn op notes
+    whether its operands or results were unsigned, and the patterns use
+    arith's unsigned forms (divui, maxui/minui, cmpi ult, uitofp, extui)
+    where that changes the result. Grouped and depthwise
     convolutions use `linalg.conv_2d_ngchw_gfchw` on reshaped operands;
     `nn.attention` expands to a scores contraction (k read transposed through
     its map), one scale + causal-mask generic, softmax and a matmul. Static

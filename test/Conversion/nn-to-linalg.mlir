@@ -62,3 +62,43 @@ func.func @attention(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tenso
   %0 = nn.attention %q, %k, %v {causal} : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>) -> tensor<1x2x3x3xf32>
   return %0 : tensor<1x2x3x3xf32>
 }
+
+// -----
+
+// ONNX's unsigned types become signless at the function boundary; the ops
+// whose result depends on signedness use arith's unsigned forms.
+// CHECK-LABEL: func.func @unsigned
+// CHECK-SAME: (%{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi32>, tensor<4xi8>)
+// CHECK: arith.divui
+// CHECK: arith.maxui
+// CHECK: arith.cmpi ult
+// CHECK: arith.uitofp
+// CHECK: arith.extui
+// CHECK: arith.constant dense<-56> : tensor<i8>
+// CHECK-NOT: ui8
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi32>, tensor<4xui8>) {
+  %q = nn.div %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %m = nn.max %q, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %lt = nn.compare lt %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  %f = nn.cast %a : tensor<4xui8> -> tensor<4xf32>
+  %w = nn.cast %a : tensor<4xui8> -> tensor<4xi32>
+  %c = nn.constant dense<200> : tensor<ui8>
+  %s = nn.add %m, %c : (tensor<4xui8>, tensor<ui8>) -> tensor<4xui8>
+  return %m, %lt, %f, %w, %s : tensor<4xui8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi32>, tensor<4xui8>
+}
+
+// -----
+
+// Signed integers keep the signed forms; integer pow is square-and-multiply.
+// CHECK-LABEL: func.func @signed
+// CHECK: arith.divsi
+// CHECK: arith.cmpi slt
+// CHECK: arith.sitofp
+// CHECK: arith.muli
+func.func @signed(%a: tensor<4xi8>, %b: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi8>) {
+  %q = nn.div %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %lt = nn.compare lt %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi1>
+  %f = nn.cast %a : tensor<4xi8> -> tensor<4xf32>
+  %p = nn.pow %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return %q, %lt, %f, %p : tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi8>
+}

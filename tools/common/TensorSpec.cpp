@@ -45,7 +45,8 @@ std::optional<std::string> parseType(const std::string &s, HostTensor &t) {
 
 bool isInteger(DType t) {
   return t == DType::I64 || t == DType::I32 || t == DType::I16 || t == DType::I8 ||
-         t == DType::U8 || t == DType::Bool;
+         t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64 ||
+         t == DType::Bool;
 }
 
 /// The range of an integer dtype.
@@ -55,6 +56,9 @@ std::pair<int64_t, int64_t> integerRange(DType t) {
   case DType::I16: return {INT16_MIN, INT16_MAX};
   case DType::I8: return {INT8_MIN, INT8_MAX};
   case DType::U8: return {0, UINT8_MAX};
+  case DType::U16: return {0, UINT16_MAX};
+  case DType::U32: return {0, UINT32_MAX};
+  case DType::U64: return {0, INT64_MAX}; // literals are read as int64
   case DType::Bool: return {0, 1};
   default: return {INT64_MIN, INT64_MAX};
   }
@@ -72,6 +76,9 @@ void store(HostTensor &t, int64_t i, double v, int64_t n) {
   case DType::I16: put(static_cast<int16_t>(n)); break;
   case DType::I8: put(static_cast<int8_t>(n)); break;
   case DType::U8: case DType::Bool: put(static_cast<uint8_t>(n)); break;
+  case DType::U16: put(static_cast<uint16_t>(n)); break;
+  case DType::U32: put(static_cast<uint32_t>(n)); break;
+  case DType::U64: put(static_cast<uint64_t>(n)); break;
   case DType::F16: case DType::BF16: break; // rejected before
   }
 }

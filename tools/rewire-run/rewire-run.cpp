@@ -127,8 +127,17 @@ Options parseArgs(int argc, char **argv) {
 std::string formatValue(const HostTensor &t, int64_t i) {
   double v = t.at(i);
   char buf[48];
-  if (t.dtype == DType::Bool || t.dtype == DType::I64 || t.dtype == DType::I32 ||
-      t.dtype == DType::I16 || t.dtype == DType::I8 || t.dtype == DType::U8)
+  if (t.dtype == DType::U64) {
+    uint64_t u;
+    std::memcpy(&u, t.data.data() + i * 8, 8);
+    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(u));
+  } else if (t.dtype == DType::I64) {
+    int64_t n;
+    std::memcpy(&n, t.data.data() + i * 8, 8);
+    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(n));
+  } else if (t.dtype == DType::Bool || t.dtype == DType::I32 || t.dtype == DType::I16 ||
+             t.dtype == DType::I8 || t.dtype == DType::U8 || t.dtype == DType::U16 ||
+             t.dtype == DType::U32)
     std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
   else
     std::snprintf(buf, sizeof(buf), "%.6g", v);

@@ -15,7 +15,7 @@
 
 namespace rewire {
 
-enum class DType { F32, F64, F16, BF16, I64, I32, I16, I8, U8, Bool };
+enum class DType { F32, F64, F16, BF16, I64, I32, I16, I8, U8, U16, U32, U64, Bool };
 
 /// Bytes per element.
 size_t dtypeSize(DType t);

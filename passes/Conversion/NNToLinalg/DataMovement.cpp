@@ -122,35 +122,6 @@ struct ReshapeLike : OpConversionPattern<OpTy> {
   }
 };
 
-/// `v` of scalar type `from` converted to `to` with ONNX Cast semantics
-/// (bool is i1: nonzero is true; float to int truncates toward zero).
-Value convert(OpBuilder &b, Location l, Value v, Type from, Type to) {
-  if (from == to)
-    return v;
-  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
-  if (to.isInteger(1)) {
-    Value zero = fromFloat ? rewire::floatConstant(b, l, from, 0.0)
-                           : arith::ConstantOp::create(b, l, b.getIntegerAttr(from, 0)).getResult();
-    return fromFloat ? arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, v, zero).getResult()
-                     : arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, v, zero).getResult();
-  }
-  if (fromFloat && toFloat)
-    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
-               ? arith::ExtFOp::create(b, l, to, v).getResult()
-               : arith::TruncFOp::create(b, l, to, v).getResult();
-  if (fromFloat)
-    return arith::FPToSIOp::create(b, l, to, v);
-  bool unsignedSource = from.isInteger(1) || from.isUnsignedInteger();
-  if (toFloat)
-    return unsignedSource ? arith::UIToFPOp::create(b, l, to, v).getResult()
-                          : arith::SIToFPOp::create(b, l, to, v).getResult();
-  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
-  if (fw < tw)
-    return unsignedSource ? arith::ExtUIOp::create(b, l, to, v).getResult()
-                          : arith::ExtSIOp::create(b, l, to, v).getResult();
-  return arith::TruncIOp::create(b, l, to, v);
-}
-
 /// nn.stop_gradient is the identity once gradients exist.
 struct StopGradientLowering : OpConversionPattern<nn::StopGradientOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -170,21 +141,63 @@ struct CastLowering : OpConversionPattern<nn::CastOp> {
     if (!type.hasStaticShape())
       return rw.notifyMatchFailure(op, "static shapes only");
     Type from = in.getElementType(), to = type.getElementType();
-    if (!from.isIntOrFloat() || !to.isIntOrFloat() || from.isUnsignedInteger() != false ||
+    if (!from.isIntOrFloat() || !to.isIntOrFloat() || from.isUnsignedInteger() ||
         to.isUnsignedInteger())
       return rw.notifyMatchFailure(op, "signless integer and float element types only");
+    bool fromUnsigned = hasUnsignedOperands(op), toUnsigned = hasUnsignedResults(op);
     Location loc = op.getLoc();
     Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), to);
     rw.replaceOp(op, rewire::parallelGeneric(rw, loc, init, {a.getX()},
                                              {rw.getMultiDimIdentityMap(type.getRank())},
                                              [&](OpBuilder &b, Location l, ValueRange v) {
-                                               return convert(b, l, v[0], from, to);
+                                               return convertElement(b, l, v[0], from, to,
+                                                                     fromUnsigned, toUnsigned);
                                              }));
     return success();
   }
 };
 
 } // namespace
+
+/// ONNX Cast semantics: bool is i1 (nonzero is true); float to int
+/// truncates toward zero; a narrower integer keeps the low bits; a wider one
+/// extends by the source's signedness.
+Value rewire::convertElement(OpBuilder &b, Location l, Value v, Type from, Type to,
+                             bool fromUnsigned, bool toUnsigned) {
+  if (from == to)
+    return v;
+  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+  if (to.isInteger(1)) {
+    Value zero = fromFloat ? rewire::floatConstant(b, l, from, 0.0)
+                           : arith::ConstantOp::create(b, l, b.getIntegerAttr(from, 0)).getResult();
+    return fromFloat ? arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, v, zero).getResult()
+                     : arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, v, zero).getResult();
+  }
+  if (fromFloat && toFloat)
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? arith::ExtFOp::create(b, l, to, v).getResult()
+               : arith::TruncFOp::create(b, l, to, v).getResult();
+  if (fromFloat) {
+    // To a narrow unsigned type through i64, so a negative value wraps as
+    // NumPy's astype does (fptoui of a negative value is undefined).
+    if (toUnsigned && to.getIntOrFloatBitWidth() == 64)
+      return arith::FPToUIOp::create(b, l, to, v);
+    if (toUnsigned)
+      return arith::TruncIOp::create(b, l, to, arith::FPToSIOp::create(b, l, b.getI64Type(), v));
+    return arith::FPToSIOp::create(b, l, to, v);
+  }
+  bool unsignedSource = from.isInteger(1) || fromUnsigned;
+  if (toFloat)
+    return unsignedSource ? arith::UIToFPOp::create(b, l, to, v).getResult()
+                          : arith::SIToFPOp::create(b, l, to, v).getResult();
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (fw == tw)
+    return v;
+  if (fw < tw)
+    return unsignedSource ? arith::ExtUIOp::create(b, l, to, v).getResult()
+                          : arith::ExtSIOp::create(b, l, to, v).getResult();
+  return arith::TruncIOp::create(b, l, to, v);
+}
 
 void rewire::populateNNDataMovementLowerings(RewritePatternSet &patterns) {
   patterns.add<SliceLowering, ConcatLowering, StopGradientLowering, ReshapeLike<nn::SqueezeOp>,

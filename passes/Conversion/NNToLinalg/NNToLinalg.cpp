@@ -101,6 +101,45 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
       .getResult(0);
 }
 
+/// Unsigned integer division that never traps: a zero divisor yields 0.
+Value safeDivUI(OpBuilder &b, Location l, Value x, Value y) {
+  Type t = x.getType();
+  Value zero = arith::ConstantOp::create(b, l, b.getIntegerAttr(t, 0));
+  Value one = arith::ConstantOp::create(b, l, b.getIntegerAttr(t, 1));
+  Value yZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+  Value q = arith::DivUIOp::create(b, l, x, arith::SelectOp::create(b, l, yZero, one, y));
+  return arith::SelectOp::create(b, l, yZero, zero, q);
+}
+
+/// x ** y for integers, wrapping like repeated multiplication (NumPy's
+/// integer power): square-and-multiply over every bit of y. A negative y
+/// gives the integer part of 1 / x**|y|: 1 for x = 1, +-1 for x = -1, else
+/// 0 (x = 0 included, where NumPy raises).
+Value integerPow(OpBuilder &b, Location l, Value x, Value y, bool isUnsigned) {
+  Type t = x.getType();
+  unsigned width = t.getIntOrFloatBitWidth();
+  auto c = [&](int64_t v) { return arith::ConstantOp::create(b, l, b.getIntegerAttr(t, v)).getResult(); };
+  Value zero = c(0), one = c(1);
+  Value acc = one, base = x;
+  for (unsigned bit = 0; bit < width; ++bit) {
+    Value set = arith::CmpIOp::create(
+        b, l, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, l, arith::ShRUIOp::create(b, l, y, c(bit)), one), zero);
+    acc = arith::SelectOp::create(b, l, set, arith::MulIOp::create(b, l, acc, base), acc);
+    base = arith::MulIOp::create(b, l, base, base);
+  }
+  if (isUnsigned)
+    return acc;
+  Value negative = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, y, zero);
+  Value xIsOne = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, one);
+  Value xIsMinusOne = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, c(-1));
+  Value odd = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, arith::AndIOp::create(b, l, y, one), zero);
+  Value inv = arith::SelectOp::create(
+      b, l, xIsOne, one,
+      arith::SelectOp::create(b, l, xIsMinusOne, arith::SelectOp::create(b, l, odd, c(-1), one), zero));
+  return arith::SelectOp::create(b, l, negative, inv, acc);
+}
+
 /// Signed integer division that never traps: a zero divisor yields 0
 /// (rewire-check-indices reports it as an error on the CPU before this runs)
 /// and INT_MIN / -1 wraps to INT_MIN, as two's complement arithmetic does.
@@ -128,7 +167,8 @@ struct Binary : OpConversionPattern<OpTy> {
                   ConversionPatternRewriter &rw) const override {
     auto type = cast<RankedTensorType>(op.getType());
     bool isInt = type.getElementType().isSignlessInteger() &&
-                 !type.getElementType().isInteger(1) && !std::is_same_v<OpTy, nn::PowOp>;
+                 !type.getElementType().isInteger(1);
+    bool isUnsigned = hasUnsignedOperands(op);
     if (!type.hasStaticShape() || (!isa<FloatType>(type.getElementType()) && !isInt))
       return rw.notifyMatchFailure(op, "static float or integer tensors only");
     MLIRContext *ctx = op.getContext();
@@ -145,11 +185,16 @@ struct Binary : OpConversionPattern<OpTy> {
                                  else if constexpr (std::is_same_v<OpTy, nn::MulOp>)
                                    return arith::MulIOp::create(b, l, v[0], v[1]);
                                  else if constexpr (std::is_same_v<OpTy, nn::MaxOp>)
-                                   return arith::MaxSIOp::create(b, l, v[0], v[1]);
+                                   return isUnsigned ? arith::MaxUIOp::create(b, l, v[0], v[1]).getResult()
+                                                     : arith::MaxSIOp::create(b, l, v[0], v[1]).getResult();
                                  else if constexpr (std::is_same_v<OpTy, nn::MinOp>)
-                                   return arith::MinSIOp::create(b, l, v[0], v[1]);
+                                   return isUnsigned ? arith::MinUIOp::create(b, l, v[0], v[1]).getResult()
+                                                     : arith::MinSIOp::create(b, l, v[0], v[1]).getResult();
+                                 else if constexpr (std::is_same_v<OpTy, nn::PowOp>)
+                                   return integerPow(b, l, v[0], v[1], isUnsigned);
                                  else
-                                   return safeDivSI(b, l, v[0], v[1]);
+                                   return isUnsigned ? safeDivUI(b, l, v[0], v[1])
+                                                     : safeDivSI(b, l, v[0], v[1]);
                                }
                                if constexpr (std::is_same_v<OpTy, nn::AddOp>)
                                  return arith::AddFOp::create(b, l, v[0], v[1]);
@@ -650,7 +695,7 @@ struct WhereLowering : OpConversionPattern<nn::WhereOp> {
 };
 
 /// nn.compare: arith.cmpf (ordered, except `ne`: unordered, so NaN != NaN)
-/// or arith.cmpi (signed) per element.
+/// or arith.cmpi (signed, or unsigned for ONNX's unsigned types) per element.
 struct CompareLowering : OpConversionPattern<nn::CompareOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -660,6 +705,7 @@ struct CompareLowering : OpConversionPattern<nn::CompareOp> {
     Type elt = cast<RankedTensorType>(a.getLhs().getType()).getElementType();
     if (!type.hasStaticShape() || !(isa<FloatType>(elt) || elt.isSignlessInteger()))
       return rw.notifyMatchFailure(op, "static float or integer tensors only");
+    bool isUnsigned = hasUnsignedOperands(op);
     MLIRContext *ctx = op.getContext();
     auto map = [&](Value v) { return broadcastMap(ctx, cast<RankedTensorType>(v.getType()), type); };
     nn::ComparePredicate pred = op.getPredicate();
@@ -679,10 +725,10 @@ struct CompareLowering : OpConversionPattern<nn::CompareOp> {
       switch (pred) {
       case P::eq: return arith::CmpIPredicate::eq;
       case P::ne: return arith::CmpIPredicate::ne;
-      case P::lt: return arith::CmpIPredicate::slt;
-      case P::le: return arith::CmpIPredicate::sle;
-      case P::gt: return arith::CmpIPredicate::sgt;
-      case P::ge: return arith::CmpIPredicate::sge;
+      case P::lt: return isUnsigned ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+      case P::le: return isUnsigned ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+      case P::gt: return isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+      case P::ge: return isUnsigned ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
       }
       return arith::CmpIPredicate::eq;
     }();
@@ -1072,6 +1118,7 @@ struct ConvertNNToLinalgPass
   using ConvertNNToLinalgBase::ConvertNNToLinalgBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    eraseUnsignedIntegers(getOperation());
     ConversionTarget target(*ctx);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<nn::NNDialect>();

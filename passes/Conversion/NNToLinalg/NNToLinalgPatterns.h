@@ -11,7 +11,24 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
 
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
 namespace rewire {
+
+/// Notes on each nn op of `fn` whether its operands or results are unsigned
+/// integers, then makes every unsigned type of `fn` signless (Signedness.cpp).
+void eraseUnsignedIntegers(mlir::func::FuncOp fn);
+/// Whether `op`'s operands (results) were unsigned before the erasure.
+bool hasUnsignedOperands(mlir::Operation *op);
+bool hasUnsignedResults(mlir::Operation *op);
+
+/// Converts scalar `v` from element type `from` to `to` (signless or float),
+/// reading `from` as unsigned when `fromUnsigned` and writing `to` as
+/// unsigned when `toUnsigned` (ONNX Cast).
+mlir::Value convertElement(mlir::OpBuilder &b, mlir::Location l, mlir::Value v, mlir::Type from,
+                           mlir::Type to, bool fromUnsigned = false, bool toUnsigned = false);
 
 /// tensor.reshape of `x` to the static `type`.
 mlir::Value reshapeStatic(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
