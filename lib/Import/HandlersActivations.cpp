@@ -9,7 +9,7 @@
 // and export through the ops they are made of.
 //
 //===----------------------------------------------------------------------===//
-#include "OnnxInternal.h"
+#include "NodeExpr.h"
 
 #include "rewire/Support/Shape.h"
 
@@ -21,78 +21,6 @@ using namespace rewire::onnx_import;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-/// Builds nn expressions at the node; any failure (already reported) turns
-/// every later result null, checked once by the handler.
-struct Expr {
-  NodeContext &c;
-
-  template <typename OpTy>
-  Value bin(Value a, Value b) {
-    if (!a || !b)
-      return {};
-    auto op = createInferred<OpTy>(c, {a, b});
-    return succeeded(op) ? op->getResult() : Value();
-  }
-  Value add(Value a, Value b) { return bin<nn::AddOp>(a, b); }
-  Value sub(Value a, Value b) { return bin<nn::SubOp>(a, b); }
-  Value mul(Value a, Value b) { return bin<nn::MulOp>(a, b); }
-  Value div(Value a, Value b) { return bin<nn::DivOp>(a, b); }
-  Value max(Value a, Value b) { return bin<nn::MaxOp>(a, b); }
-  Value min(Value a, Value b) { return bin<nn::MinOp>(a, b); }
-  template <typename OpTy>
-  Value un(Value x) {
-    return x ? OpTy::create(c.b, c.loc(), x).getResult() : Value();
-  }
-  Value cmp(nn::ComparePredicate p, Value a, Value b) {
-    if (!a || !b)
-      return {};
-    auto op = createInferred<nn::CompareOp>(
-        c, {a, b}, {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(p))});
-    return succeeded(op) ? op->getResult() : Value();
-  }
-  Value where(Value m, Value a, Value b) {
-    if (!m || !a || !b)
-      return {};
-    auto op = createInferred<nn::WhereOp>(c, {m, a, b});
-    return succeeded(op) ? op->getResult() : Value();
-  }
-  Value num(Value like, double v) { return scalarConstant(c, typeOf(like).getElementType(), v); }
-  template <typename OpTy>
-  Value reduce(Value x, ArrayRef<int64_t> axes) {
-    if (!x)
-      return {};
-    auto op = createInferred<OpTy>(c, {x},
-                                   {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
-                                    c.b.getNamedAttr("keepdims", c.b.getBoolAttr(true))});
-    return succeeded(op) ? op->getResult() : Value();
-  }
-  Value reshape(Value x, ArrayRef<int64_t> shape) {
-    if (!x)
-      return {};
-    return nn::ReshapeOp::create(c.b, c.loc(),
-                                 RankedTensorType::get(shape, typeOf(x).getElementType()), x)
-        .getResult();
-  }
-  Value transpose(Value x, ArrayRef<int64_t> perm) {
-    if (!x)
-      return {};
-    auto op = createInferred<nn::TransposeOp>(
-        c, {x}, {c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(perm))});
-    return succeeded(op) ? op->getResult() : Value();
-  }
-  /// softplus(x) = max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
-  Value softplus(Value x) {
-    Value e = un<nn::ExpOp>(un<nn::NegOp>(un<nn::AbsOp>(x)));
-    return add(max(x, num(x, 0.0)), un<nn::LogOp>(add(num(x, 1.0), e)));
-  }
-  HandlerResult done(Value y) {
-    if (!y)
-      return failure();
-    return SmallVector<Value>{y};
-  }
-};
 
 FailureOr<Value> floatInput(NodeContext &c, unsigned i = 0) {
   auto x = c.tensorInput(i);

@@ -20,6 +20,7 @@
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
 
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -28,7 +29,6 @@ using namespace rewire::onnx_import;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 Value i64Constant(NodeContext &c, ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
   auto type = RankedTensorType::get(shape, c.b.getI64Type());
@@ -454,12 +454,32 @@ HandlerResult oneHot(NodeContext &c) {
   return single(createInferred<nn::WhereOp>(c, {eq->getResult(), *on, *off}));
 }
 
-/// Resize, modes nearest and linear (separable: per resized axis a gather
-/// of constant source indices, for linear two of them weighted by constant
-/// coefficients), with constant scales or sizes and the coordinate
+/// One resized axis: output o reads `taps` source positions, each with a
+/// weight, plus `bias[o]` (tf_crop_and_resize's extrapolation value where o
+/// falls outside the input).
+struct AxisTaps {
+  SmallVector<SmallVector<int64_t>> index;  // [tap][o]
+  SmallVector<SmallVector<double>> weight;  // [tap][o]
+  SmallVector<double> bias;                 // [o], empty when none
+};
+
+/// ONNX's cubic convolution coefficients for the taps at floor(x) - 1 ...
+/// floor(x) + 2, r = x - floor(x).
+static std::array<double, 4> cubicCoefficients(double r, double a) {
+  auto far = [&](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < t < 2
+  auto near = [&](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };      // t <= 1
+  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
+}
+
+/// Resize (opset 11+: X, roi, scales, sizes; opset 10: X, scales) and
+/// Upsample (opset 7: scales attribute; 9: X, scales), all modes: nearest,
+/// linear and cubic (cubic_coeff_a, exclude_outside), with the coordinate
 /// transformations half_pixel, pytorch_half_pixel, align_corners,
-/// asymmetric and tf_half_pixel_for_nn. cubic, tf_crop_and_resize and
-/// antialiasing are refused by name.
+/// asymmetric, tf_half_pixel_for_nn and tf_crop_and_resize (constant roi,
+/// extrapolation_value). Separable: per resized axis a gather of constant
+/// source indices per tap, weighted by constant coefficients and summed, as
+/// ONNX's reference computes it (indices past the edge read the edge).
+/// Scales or sizes must be constant; antialias and axes are refused.
 HandlerResult resize(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -468,21 +488,43 @@ HandlerResult resize(NodeContext &c) {
   if (!xt.hasStaticShape() || !isa<FloatType>(xt.getElementType()))
     return c.error() << "expects a static floating-point input, got " << xt;
   int64_t rank = xt.getRank();
+  bool upsample = c.node.getOpType() == "Upsample";
+  bool legacy = upsample || c.opset() < 11;  // Upsample and Resize-10 semantics
   std::string mode = c.stringAttr("mode").value_or("nearest");
-  std::string coord = c.stringAttr("coordinate_transformation_mode").value_or("half_pixel");
-  std::string nearestMode = c.stringAttr("nearest_mode").value_or("round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
-    return c.error() << "mode '" << mode << "' is not supported (nearest, linear)";
+  std::string coord = legacy ? "asymmetric"
+                             : c.stringAttr("coordinate_transformation_mode").value_or("half_pixel");
+  std::string nearestMode =
+      legacy ? "floor" : c.stringAttr("nearest_mode").value_or("round_prefer_floor");
+  double cubicA = c.floatAttrOr("cubic_coeff_a", -0.75);
+  bool excludeOutside = c.intAttrOr("exclude_outside", 0) != 0;
+  double extrapolation = c.floatAttrOr("extrapolation_value", 0.0);
+  if (mode != "nearest" && mode != "linear" && mode != "cubic" &&
+      !(legacy && mode == "bilinear"))
+    return c.error() << "mode '" << mode << "' is not supported (nearest, linear, cubic)";
   if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" &&
-      coord != "asymmetric" && coord != "tf_half_pixel_for_nn")
+      coord != "asymmetric" && coord != "tf_half_pixel_for_nn" && coord != "tf_crop_and_resize")
     return c.error() << "coordinate_transformation_mode '" << coord << "' is not supported";
+  if (nearestMode != "floor" && nearestMode != "ceil" && nearestMode != "round_prefer_floor" &&
+      nearestMode != "round_prefer_ceil")
+    return c.error() << "nearest_mode '" << nearestMode << "' is not supported";
   if (c.intAttrOr("antialias", 0) != 0)
     return c.error() << "antialias = 1 is not supported";
   if (c.intsAttr("axes") || c.stringAttr("keep_aspect_ratio_policy").value_or("stretch") != "stretch")
     return c.error() << "the axes and keep_aspect_ratio_policy attributes are not supported";
   SmallVector<double> scales(rank, 1.0);
   SmallVector<int64_t> sizes(xt.getShape());
-  Value sizesV = c.input(3), scalesV = c.input(2);
+  unsigned scalesAt = legacy ? 1 : 2;
+  Value sizesV = legacy ? Value() : c.input(3), scalesV = c.input(scalesAt);
+  std::optional<SmallVector<double>> scaleValues;
+  if (upsample && c.opset() < 9) {
+    scaleValues = c.floatsAttr("scales");
+    if (!scaleValues)
+      return c.error() << "needs the scales attribute";
+  } else if (scalesV && typeOf(scalesV).getNumElements() > 0) {
+    scaleValues = c.constantFloats(scalesV);
+    if (!scaleValues)
+      return c.error() << "scales must be constant (an initializer or Constant)";
+  }
   if (sizesV && typeOf(sizesV).getNumElements() > 0) {
     auto sz = c.constantIntsInput(3, "sizes");
     if (failed(sz))
@@ -493,95 +535,160 @@ HandlerResult resize(NodeContext &c) {
       sizes[d] = (*sz)[d];
       scales[d] = double(sizes[d]) / double(xt.getDimSize(d));
     }
-  } else if (scalesV && typeOf(scalesV).getNumElements() > 0) {
-    auto sc = c.constantFloats(scalesV);
-    if (!sc || static_cast<int64_t>(sc->size()) != rank)
-      return c.error() << "scales must be a constant float tensor with one entry per dim";
+  } else if (scaleValues) {
+    if (static_cast<int64_t>(scaleValues->size()) != rank)
+      return c.error() << "scales has " << scaleValues->size() << " entries for a rank-" << rank
+                       << " input";
     for (int64_t d = 0; d < rank; ++d) {
-      scales[d] = (*sc)[d];
+      scales[d] = (*scaleValues)[d];
       if (!(scales[d] > 0) || !std::isfinite(scales[d]))
         return c.error() << "scale " << scales[d] << " must be positive";
-      sizes[d] = static_cast<int64_t>(std::floor(double(xt.getDimSize(d)) * scales[d]));
+      double out = std::floor(double(xt.getDimSize(d)) * scales[d]);
+      if (out > double(1 << 20))
+        return c.error() << "output size " << out << " of dim " << d << " is out of range";
+      sizes[d] = static_cast<int64_t>(out);
     }
   } else {
     return c.error() << "needs constant scales or sizes";
   }
+  SmallVector<double> roi;
+  if (coord == "tf_crop_and_resize") {
+    auto r = c.input(1) ? c.constantFloats(c.input(1)) : std::nullopt;
+    if (!r || static_cast<int64_t>(r->size()) != 2 * rank)
+      return c.error() << "tf_crop_and_resize needs a constant roi of " << 2 * rank << " values";
+    roi = *r;
+  }
   Value y = *x;
-  Type elt = xt.getElementType();
+  auto elt = cast<FloatType>(xt.getElementType());
   for (int64_t d = 0; d < rank; ++d) {
     int64_t in = xt.getDimSize(d), out = sizes[d];
     if (out < 1 || out > (1 << 20))
       return c.error() << "output size " << out << " of dim " << d << " is out of range";
-    if (out == in && scales[d] == 1.0)
+    if (out == in && scales[d] == 1.0 && coord != "tf_crop_and_resize")
       continue;
-    auto source = [&](int64_t o) {
-      double s = scales[d];
+    double s = scales[d];
+    // ONNX's reference takes the resized length as in * scale, unrounded
+    // (it differs from `out` only for scales that do not divide evenly).
+    double len = double(in) * s;
+    // The source coordinate of output o; nullopt where tf_crop_and_resize
+    // extrapolates.
+    auto source = [&](int64_t o) -> std::optional<double> {
       if (coord == "half_pixel")
         return (o + 0.5) / s - 0.5;
       if (coord == "pytorch_half_pixel")
-        return out > 1 ? (o + 0.5) / s - 0.5 : 0.0;
+        return len > 1 ? (o + 0.5) / s - 0.5 : 0.0;
       if (coord == "align_corners")
-        return out == 1 ? 0.0 : double(o) * double(in - 1) / double(out - 1);
+        return len == 1 ? 0.0 : double(o) * double(in - 1) / (len - 1);
       if (coord == "tf_half_pixel_for_nn")
         return (o + 0.5) / s;
+      if (coord == "tf_crop_and_resize") {
+        double lo = roi[d], hi = roi[d + rank];
+        double v = len != 1 ? lo * (in - 1) + double(o) * (hi - lo) * (in - 1) / (len - 1)
+                            : 0.5 * (lo + hi) * (in - 1);
+        if (v < 0 || v > in - 1)
+          return std::nullopt;
+        return v;
+      }
       return o / s; // asymmetric
     };
     auto clampIdx = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
-    if (mode == "nearest") {
-      SmallVector<int64_t> idx;
-      for (int64_t o = 0; o < out; ++o) {
-        double v = source(o);
+    int64_t numTaps = mode == "nearest" ? 1 : mode == "cubic" ? 4 : 2;
+    AxisTaps taps;
+    taps.index.assign(numTaps, {});
+    taps.weight.assign(numTaps, {});
+    bool anyOutside = false;
+    for (int64_t o = 0; o < out; ++o) {
+      std::optional<double> src = source(o);
+      SmallVector<int64_t> at(numTaps, 0);
+      SmallVector<double> w(numTaps, 0.0);
+      if (!src) {
+        anyOutside = true;
+      } else if (mode == "nearest") {
+        double v = *src;
         double r = nearestMode == "floor" ? std::floor(v)
                    : nearestMode == "ceil" ? std::ceil(v)
                    : nearestMode == "round_prefer_ceil"
                        ? (v - std::floor(v) == 0.5 ? std::ceil(v) : std::round(v))
                        : (v - std::floor(v) == 0.5 ? std::floor(v) : std::round(v));
-        idx.push_back(clampIdx(static_cast<int64_t>(r)));
+        at[0] = clampIdx(static_cast<int64_t>(r));
+        w[0] = 1.0;
+      } else if (numTaps == 2) {
+        double v = std::clamp(*src, 0.0, double(in - 1));
+        int64_t l = static_cast<int64_t>(std::floor(v));
+        double f = v - double(l);
+        at = {clampIdx(l), clampIdx(l + 1)};
+        w = {1.0 - f, f};
+      } else {
+        double v = *src, fl = std::floor(v);
+        auto k = cubicCoefficients(v - fl, cubicA);
+        double sum = 0;
+        for (int64_t t = 0; t < 4; ++t) {
+          int64_t i = static_cast<int64_t>(fl) - 1 + t;
+          w[t] = (excludeOutside && (i < 0 || i >= in)) ? 0.0 : k[t];
+          at[t] = clampIdx(i);
+          sum += w[t];
+        }
+        if (excludeOutside && sum != 0)
+          for (double &wt : w)
+            wt /= sum;
       }
-      auto g = gather(c, y, i64Constant(c, {out}, idx), d);
+      for (int64_t t = 0; t < numTaps; ++t) {
+        taps.index[t].push_back(at[t]);
+        taps.weight[t].push_back(w[t]);
+      }
+      taps.bias.push_back(src ? 0.0 : extrapolation);
+    }
+    if (!anyOutside)
+      taps.bias.clear();
+    // A column [out, 1, ..., 1] of constants along axis d.
+    SmallVector<int64_t> colShape(rank - d, 1);
+    colShape[0] = out;
+    auto colType = RankedTensorType::get(colShape, elt);
+    auto column = [&](ArrayRef<double> v) -> Value {
+      SmallVector<APFloat> vals;
+      for (double x : v) {
+        bool lost;
+        APFloat f(x);
+        f.convert(elt.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        vals.push_back(f);
+      }
+      return nn::ConstantOp::create(c.b, c.loc(), colType, DenseElementsAttr::get(colType, vals));
+    };
+    bool unitWeights = mode == "nearest" && taps.bias.empty();
+    Value acc;
+    for (int64_t t = 0; t < numTaps; ++t) {
+      auto g = gather(c, y, i64Constant(c, {out}, taps.index[t]), d);
       if (failed(g))
         return failure();
-      y = *g;
-      continue;
+      Value term = *g;
+      if (!unitWeights) {
+        auto m = createInferred<nn::MulOp>(c, {term, column(taps.weight[t])});
+        if (failed(m))
+          return failure();
+        term = m->getResult();
+      }
+      if (acc) {
+        auto sum = createInferred<nn::AddOp>(c, {acc, term});
+        if (failed(sum))
+          return failure();
+        term = sum->getResult();
+      }
+      acc = term;
     }
-    SmallVector<int64_t> lo, hi;
-    SmallVector<APFloat> wl, wh;
-    for (int64_t o = 0; o < out; ++o) {
-      double v = std::clamp(source(o), 0.0, double(in - 1));
-      int64_t l = static_cast<int64_t>(std::floor(v));
-      double f = v - double(l);
-      lo.push_back(clampIdx(l));
-      hi.push_back(clampIdx(l + 1));
-      bool lost;
-      APFloat a(1.0 - f), b(f);
-      a.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      b.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      wl.push_back(a);
-      wh.push_back(b);
+    if (!taps.bias.empty()) {
+      auto sum = createInferred<nn::AddOp>(c, {acc, column(taps.bias)});
+      if (failed(sum))
+        return failure();
+      acc = sum->getResult();
     }
-    SmallVector<int64_t> wShape(rank - d, 1);
-    wShape[0] = out;
-    auto wType = RankedTensorType::get(wShape, elt);
-    Value cl = nn::ConstantOp::create(c.b, c.loc(), wType, DenseElementsAttr::get(wType, wl));
-    Value ch = nn::ConstantOp::create(c.b, c.loc(), wType, DenseElementsAttr::get(wType, wh));
-    auto gl = gather(c, y, i64Constant(c, {out}, lo), d);
-    auto gh = gather(c, y, i64Constant(c, {out}, hi), d);
-    if (failed(gl) || failed(gh))
-      return failure();
-    auto ml = createInferred<nn::MulOp>(c, {*gl, cl});
-    auto mh = createInferred<nn::MulOp>(c, {*gh, ch});
-    if (failed(ml) || failed(mh))
-      return failure();
-    auto sum = createInferred<nn::AddOp>(c, {ml->getResult(), mh->getResult()});
-    if (failed(sum))
-      return failure();
-    y = sum->getResult();
+    y = acc;
   }
   return SmallVector<Value>{y};
 }
 
 const Handler kHandlers[] = {
-    {"Resize", 11, 21, resize},
+    {"Resize", 10, 21, resize},
+    {"Upsample", 7, 9, resize},
     {"ArgMax", 11, 21, argReduce},
     {"ArgMin", 11, 21, argReduce},
     {"Hardmax", 11, 21, hardmax},

@@ -8,7 +8,7 @@
 // so no op here needs a lowering of its own.
 //
 //===----------------------------------------------------------------------===//
-#include "OnnxInternal.h"
+#include "NodeExpr.h"
 
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
@@ -22,7 +22,6 @@ using namespace rewire::onnx_import;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// The values of an integer or i1 nn.constant (i1 as 0/1).
 std::optional<SmallVector<int64_t>> constantValues(Value v) {
@@ -344,48 +343,20 @@ HandlerResult mod(NodeContext &c) {
     return c.error() << "fmod = 0 is only defined for integers (ONNX Mod)";
   if (typeOf(*b).getElementType() != elt)
     return c.error() << "the operands must have one element type";
-  auto bin = [&](auto tag, Value x, Value y) -> Value {
-    using OpTy = decltype(tag);
-    if (!x || !y)
-      return {};
-    auto op = createInferred<OpTy>(c, {x, y});
-    return succeeded(op) ? op->getResult() : Value();
-  };
-  auto cmp = [&](nn::ComparePredicate p, Value x, Value y) -> Value {
-    if (!x || !y)
-      return {};
-    auto op = createInferred<nn::CompareOp>(
-        c, {x, y}, {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(p))});
-    return succeeded(op) ? op->getResult() : Value();
-  };
-  auto sel = [&](Value m, Value x, Value y) -> Value {
-    if (!m || !x || !y)
-      return {};
-    auto op = createInferred<nn::WhereOp>(c, {m, x, y});
-    return succeeded(op) ? op->getResult() : Value();
-  };
-  Value zero = splatConstant(c, RankedTensorType::get({}, elt), 0);
-  Value q = bin(nn::DivOp(), *a, *b);
+  Expr e{c};
+  Value zero = e.num(*a, 0);
+  Value q = e.div(*a, *b);
   if (isFloat && q)
-    q = sel(cmp(nn::ComparePredicate::lt, q, zero), nn::CeilOp::create(c.b, c.loc(), q),
-            nn::FloorOp::create(c.b, c.loc(), q));
-  Value r = bin(nn::SubOp(), *a, bin(nn::MulOp(), q, *b));
-  if (!fmod && r) {
-    auto lg = [&](nn::LogicalKind k, Value x, Value y) -> Value {
-      if (!x || !y)
-        return {};
-      auto op = createInferred<nn::LogicalOp>(
-          c, {x, y}, {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(k))});
-      return succeeded(op) ? op->getResult() : Value();
-    };
-    Value differ = lg(nn::LogicalKind::xor_, cmp(nn::ComparePredicate::lt, r, zero),
-                      cmp(nn::ComparePredicate::lt, *b, zero));
-    Value fix = lg(nn::LogicalKind::and_, cmp(nn::ComparePredicate::ne, r, zero), differ);
-    r = sel(fix, bin(nn::AddOp(), r, *b), r);
+    q = e.where(e.cmp(nn::ComparePredicate::lt, q, zero), e.un<nn::CeilOp>(q),
+                e.un<nn::FloorOp>(q));
+  Value r = e.sub(*a, e.mul(q, *b));
+  if (!fmod) {
+    Value differ = e.logical(nn::LogicalKind::xor_, e.cmp(nn::ComparePredicate::lt, r, zero),
+                             e.cmp(nn::ComparePredicate::lt, *b, zero));
+    Value fix = e.logical(nn::LogicalKind::and_, e.cmp(nn::ComparePredicate::ne, r, zero), differ);
+    r = e.where(fix, e.add(r, *b), r);
   }
-  if (!r)
-    return failure();
-  return SmallVector<Value>{r};
+  return e.done(r);
 }
 
 /// BitShift(x, y) on unsigned integers: x * 2^y (LEFT; a shift of the width
@@ -402,32 +373,13 @@ HandlerResult bitShift(NodeContext &c) {
   std::string direction = c.stringAttr("direction").value_or("");
   if (direction != "LEFT" && direction != "RIGHT")
     return c.error() << "direction must be LEFT or RIGHT, got '" << direction << "'";
-  unsigned width = elt.getWidth();
-  auto scalar = [&](double v) { return scalarConstant(c, elt, v); };
-  auto bin = [&](auto tag, Value a, Value b) -> Value {
-    using OpTy = decltype(tag);
-    if (!a || !b)
-      return {};
-    auto op = createInferred<OpTy>(c, {a, b});
-    return succeeded(op) ? op->getResult() : Value();
-  };
-  Value r;
-  if (direction == "LEFT") {
-    r = bin(nn::MulOp(), *x, bin(nn::PowOp(), scalar(2), *y));
-  } else {
-    Value shift = bin(nn::MinOp(), *y, scalar(width - 1));
-    Value q = bin(nn::DivOp(), *x, bin(nn::PowOp(), scalar(2), shift));
-    auto tooFar = createInferred<nn::CompareOp>(
-        c, {*y, scalar(width)},
-        {c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::ge))});
-    if (failed(tooFar) || !q)
-      return failure();
-    auto w = createInferred<nn::WhereOp>(c, {tooFar->getResult(), scalar(0), q});
-    r = succeeded(w) ? w->getResult() : Value();
-  }
-  if (!r)
-    return failure();
-  return SmallVector<Value>{r};
+  Expr e{c};
+  double width = elt.getWidth();
+  Value two = e.num(*x, 2);
+  if (direction == "LEFT")
+    return e.done(e.mul(*x, e.pow(two, *y)));
+  Value q = e.div(*x, e.pow(two, e.min(*y, e.num(*y, width - 1))));
+  return e.done(e.where(e.cmp(nn::ComparePredicate::ge, *y, e.num(*y, width)), e.num(*x, 0), q));
 }
 
 //===----------------------------------------------------------------------===//

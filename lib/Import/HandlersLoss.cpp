@@ -11,7 +11,7 @@
 // first replaced by class 0 so that no index goes out of range.
 //
 //===----------------------------------------------------------------------===//
-#include "OnnxInternal.h"
+#include "NodeExpr.h"
 
 using namespace mlir;
 using namespace rewire;
@@ -19,15 +19,6 @@ using namespace rewire::onnx_import;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-template <typename OpTy>
-Value make(NodeContext &c, ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
-  if (llvm::any_of(operands, [](Value v) { return !v; }))
-    return {};
-  auto op = createInferred<OpTy>(c, operands, attrs);
-  return succeeded(op) ? op->getResult() : Value();
-}
 
 FailureOr<Value> nll(NodeContext &c, Value logp, Value target, Value weight) {
   auto lt = typeOf(logp), tt = typeOf(target);

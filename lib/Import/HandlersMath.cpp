@@ -6,7 +6,7 @@
 // computations) is folded here so that Reshape and friends see constants.
 //
 //===----------------------------------------------------------------------===//
-#include "OnnxInternal.h"
+#include "NodeExpr.h"
 
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
@@ -204,13 +204,28 @@ HandlerResult dropout(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
+  // Training mode drops nothing when the ratio is 0; otherwise it draws
+  // random numbers, which a compiled inference graph does not.
   if (Value training = c.input(2)) {
-    auto t = c.constantInts(training);
-    if (!t || llvm::any_of(*t, [](int64_t v) { return v != 0; }))
-      return c.error() << "only inference mode (training_mode = false) is "
-                          "supported";
+    auto cst = training.getDefiningOp<nn::ConstantOp>();
+    auto bits = cst ? dyn_cast<DenseIntElementsAttr>(cst.getValue()) : DenseIntElementsAttr();
+    if (!bits)
+      return c.error() << "training_mode must be a constant";
+    SmallVector<int64_t> t;
+    for (const APInt &v : bits.getValues<APInt>())
+      t.push_back(v.isZero() ? 0 : 1);
+    auto ratio = c.input(1) ? c.constantFloats(c.input(1)) : std::nullopt;
+    bool noDrop = ratio && llvm::all_of(*ratio, [](double r) { return r == 0; });
+    if (llvm::any_of(t, [](int64_t v) { return v != 0; }) && !noDrop)
+      return c.error() << "training mode with a nonzero ratio is not supported (only inference, "
+                          "or ratio = 0)";
   }
-  return SmallVector<Value>{*x}; // the mask output is not computed
+  SmallVector<Value> out = {*x};
+  // The mask keeps everything.
+  if (c.node->getNumResults() > 1)
+    out.push_back(splatConstant(
+        c, RankedTensorType::get(typeOf(*x).getShape(), c.b.getI1Type()), 1));
+  return out;
 }
 
 HandlerResult matmul(NodeContext &c) {
@@ -293,7 +308,27 @@ HandlerResult batchNorm(NodeContext &c) {
     op.erase();
     return failure();
   }
-  return SmallVector<Value>{op};
+  SmallVector<Value> out = {op};
+  if (training && c.node->getNumResults() > 1) {
+    // running = input * momentum + batch * (1 - momentum), the batch
+    // variance biased (ONNX's definition; nn.batch_norm's training step
+    // keeps its own running statistics).
+    Expr e{c};
+    SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < typeOf(in[0]).getRank(); ++d)
+      if (d != 1)
+        axes.push_back(d);
+    double momentum = c.floatAttrOr("momentum", 0.9);
+    Value mean = e.reduce<nn::ReduceMeanOp>(in[0], axes);
+    Value centered = e.sub(in[0], mean);
+    Value var = e.reduce<nn::ReduceMeanOp>(e.mul(centered, centered), axes, /*keepdims=*/false);
+    Value m = e.num(in[3], momentum), rest = e.num(in[3], 1.0 - momentum);
+    out.push_back(e.add(e.mul(in[3], m), e.mul(e.reshape(mean, typeOf(in[3]).getShape()), rest)));
+    out.push_back(e.add(e.mul(in[4], m), e.mul(var, rest)));
+    if (!out[1] || !out[2])
+      return failure();
+  }
+  return out;
 }
 
 /// Axes and keepdims of a Reduce* node (axes from an attribute before the

@@ -98,6 +98,13 @@ NodeContext::intsAttr(StringRef name) const {
   return std::nullopt;
 }
 
+std::optional<SmallVector<double>>
+NodeContext::floatsAttr(StringRef name) const {
+  if (auto a = node.getAttrs().getAs<DenseF32ArrayAttr>(name))
+    return SmallVector<double>(a.asArrayRef().begin(), a.asArrayRef().end());
+  return std::nullopt;
+}
+
 std::optional<SmallVector<int64_t>>
 NodeContext::constantInts(Value v) const {
   if (!v)
@@ -117,8 +124,12 @@ NodeContext::constantInts(Value v) const {
 std::optional<SmallVector<double>> NodeContext::constantFloats(Value v) const {
   auto cst = v ? v.getDefiningOp<nn::ConstantOp>() : nn::ConstantOp();
   auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : DenseFPElementsAttr();
-  if (!dense)
+  if (!dense) {
+    if (v && initializers)
+      if (auto it = initializers->find(v); it != initializers->end())
+        return it->second;
     return std::nullopt;
+  }
   SmallVector<double> out;
   for (const APFloat &f : dense.getValues<APFloat>())
     out.push_back(f.convertToDouble());
@@ -229,6 +240,9 @@ constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 21;
 /// Integer initializers larger than this become parameters, not constants.
 constexpr int64_t kMaxIntConstantElements = 4096;
+/// Float initializers up to this size keep their values for the handlers
+/// that need them as attributes (NodeContext::constantFloats).
+constexpr int64_t kMaxRememberedInitializer = 64;
 
 class Importer {
 public:
@@ -281,6 +295,7 @@ private:
   /// Outputs of nodes Rewire does not compute (e.g. LayerNorm's Mean).
   llvm::StringMap<std::string> uncomputed;
   std::vector<SafetensorsEntry> params;
+  NodeContext::InitializerValues initializerValues;
   int64_t opset = 0;
   ImportStatus status = ImportStatus::ok;
 };
@@ -365,6 +380,13 @@ LogicalResult Importer::importTensor(const onnx::TensorProto &tensor,
     if (failed(global))
       return fail(ImportStatus::invalid);
     v = nn::loadParameter(b, loc, *global);
+    if (numel <= kMaxRememberedInitializer && isa<FloatType>(elt)) {
+      DenseElementsAttr values = toElementsAttr(*decoded);
+      SmallVector<double> floats;
+      for (const APFloat &f : values.getValues<APFloat>())
+        floats.push_back(f.convertToDouble());
+      initializerValues[v] = std::move(floats);
+    }
     params.push_back({name.str(), safetensorsDtypeOf(tensor.data_type()),
                       std::vector<int64_t>(decoded->type.getShape().begin(),
                                            decoded->type.getShape().end()),
@@ -549,7 +571,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
         return failure();
     return success();
   }
-  NodeContext context(generic, b);
+  NodeContext context(generic, b, &initializerValues);
   HandlerResult results = handler->fn(context);
   if (failed(results))
     return fail(ImportStatus::invalid);
@@ -764,9 +786,23 @@ LogicalResult Importer::importModel() {
   SmallVector<Operation *> ops;
   for (Operation &op : *entry)
     ops.push_back(&op);
+  SmallVector<StringAttr> remembered;
+  for (auto &[v, floats] : initializerValues)
+    if (auto load = v.getDefiningOp<ml_program::GlobalLoadConstOp>())
+      remembered.push_back(load.getGlobalAttr().getLeafReference());
+  initializerValues.clear();
   for (Operation *op : llvm::reverse(ops))
     if (isOpTriviallyDead(op))
       op->erase();
+  // A small initializer read only as an attribute (Resize's scales) is no
+  // parameter of the model.
+  for (StringAttr name : remembered) {
+    Operation *global = symbols->lookup(name);
+    if (!global || !SymbolTable::symbolKnownUseEmpty(global, module))
+      continue;
+    llvm::erase_if(params, [&](const SafetensorsEntry &e) { return e.name == name.getValue(); });
+    symbols->erase(global);
+  }
   // Canonical order: parameter loads first (in initializer order), then the
   // graph. Export writes the same order back, so import -> export -> import
   // is a fixed point.

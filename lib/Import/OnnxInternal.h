@@ -74,11 +74,18 @@ mlir::DenseElementsAttr toElementsAttr(const DecodedTensor &decoded);
 /// What a handler sees: the generic node and helpers to read it.
 class NodeContext {
 public:
-  NodeContext(nn::OnnxNodeOp node, mlir::OpBuilder &builder)
-      : node(node), b(builder) {}
+  /// Float values of small initializers that became parameters, by the
+  /// value that loads them: a Resize's scales or a Clip's bounds stored as
+  /// initializers are read from here (constantFloats).
+  using InitializerValues = llvm::DenseMap<mlir::Value, llvm::SmallVector<double>>;
+
+  NodeContext(nn::OnnxNodeOp node, mlir::OpBuilder &builder,
+              const InitializerValues *initializers = nullptr)
+      : node(node), b(builder), initializers(initializers) {}
 
   mutable nn::OnnxNodeOp node;
   mlir::OpBuilder &b;
+  const InitializerValues *initializers;
 
   mlir::Location loc() const { return node.getLoc(); }
   int64_t opset() const { return static_cast<int64_t>(node.getOpset()); }
@@ -96,6 +103,7 @@ public:
   std::optional<double> floatAttr(llvm::StringRef name) const;
   std::optional<std::string> stringAttr(llvm::StringRef name) const;
   std::optional<llvm::SmallVector<int64_t>> intsAttr(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<double>> floatsAttr(llvm::StringRef name) const;
   int64_t intAttrOr(llvm::StringRef name, int64_t dflt) const {
     return intAttr(name).value_or(dflt);
   }
@@ -105,7 +113,8 @@ public:
 
   /// The integer values of `v` when it is a constant (nn.constant).
   std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v) const;
-  /// The values of `v` when it is a float constant (nn.constant).
+  /// The values of `v` when it is a float constant (nn.constant) or a small
+  /// float initializer.
   std::optional<llvm::SmallVector<double>> constantFloats(mlir::Value v) const;
   /// Integer values of input `i`, which must be a constant; emits an error
   /// naming `what` otherwise.
@@ -141,6 +150,11 @@ const Handler *findHandler(llvm::StringRef opType, int64_t opset);
 bool hasAnyHandler(llvm::StringRef opType);
 
 /// A handler's result from a single value or op that may have failed.
+/// The type of a value a handler has checked to be a ranked tensor.
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType());
+}
+
 inline HandlerResult single(mlir::FailureOr<mlir::Value> v) {
   if (mlir::failed(v))
     return mlir::failure();
