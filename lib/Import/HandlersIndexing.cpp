@@ -15,7 +15,7 @@
 // exporter case.
 //
 //===----------------------------------------------------------------------===//
-#include "OnnxInternal.h"
+#include "NodeExpr.h"
 
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/Shape.h"
@@ -26,6 +26,7 @@
 using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_import;
+using P = rewire::nn::ComparePredicate;
 
 namespace {
 
@@ -53,47 +54,91 @@ FailureOr<Value> gather(NodeContext &c, Value data, Value indices, int64_t axis)
   return op->getResult();
 }
 
+/// GatherND(data, indices, batch_dims = b) as one gather of the data
+/// flattened to [batch x lead, rest...] at the linear index of every index
+/// tuple: batch * |lead| + sum_j idx_j * stride_j. Constant indices are
+/// resolved now (an index out of range is an import error); run-time ones
+/// are normalized (negative: + dim) and sent out of range when they are
+/// not in [-dim, dim), which the gather's run-time check reports.
 HandlerResult gatherND(NodeContext &c) {
   auto data = c.tensorInput(0), idx = c.tensorInput(1);
   if (failed(data) || failed(idx))
     return failure();
-  if (c.intAttrOr("batch_dims", 0) != 0)
-    return c.error() << "batch_dims != 0 is not supported";
   auto dt = typeOf(*data), it = typeOf(*idx);
-  if (!dt.hasStaticShape() || !it.hasStaticShape() || it.getRank() < 1)
-    return c.error() << "expects static data and indices of rank >= 1";
-  auto vals = c.constantInts(*idx);
-  if (!vals)
-    return c.error() << "indices computed at run time are not supported (only constant "
-                        "indices, as the exporters write for masks and slices)";
+  if (!dt.hasStaticShape() || !it.hasStaticShape() || it.getRank() < 1 ||
+      !isa<IntegerType>(it.getElementType()))
+    return c.error() << "expects static data and integer indices of rank >= 1";
+  int64_t b = c.intAttrOr("batch_dims", 0);
   int64_t k = it.getDimSize(it.getRank() - 1);
-  if (k < 1 || k > dt.getRank())
+  if (b < 0 || b >= it.getRank() || b >= dt.getRank())
+    return c.error() << "batch_dims " << b << " must be below the ranks of data and indices";
+  for (int64_t d = 0; d < b; ++d)
+    if (dt.getDimSize(d) != it.getDimSize(d))
+      return c.error() << "batch dim " << d << " differs between data (" << dt.getDimSize(d)
+                       << ") and indices (" << it.getDimSize(d) << ")";
+  if (k < 1 || b + k > dt.getRank())
     return c.error() << "the last dim of indices (" << k << ") must be in [1, "
-                     << dt.getRank() << "]";
+                     << dt.getRank() - b << "]";
   ArrayRef<int64_t> dshape = dt.getShape();
-  SmallVector<int64_t> lead(dshape.take_front(k)), strides = stridesOf(lead);
-  int64_t leadSize = 1;
+  SmallVector<int64_t> lead(dshape.begin() + b, dshape.begin() + b + k), strides = stridesOf(lead);
+  int64_t batch = 1, leadSize = 1, tuples = 1;
+  for (int64_t d = 0; d < b; ++d)
+    batch *= dshape[d];
   for (int64_t d : lead)
     leadSize *= d;
-  SmallVector<int64_t> linear;
-  for (size_t at = 0; at < vals->size(); at += k) {
-    int64_t lin = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t v = (*vals)[at + j];
-      if (v < -lead[j] || v >= lead[j])
-        return c.error() << "index " << v << " is out of range for dim " << j
-                         << " of size " << lead[j];
-      lin += (v < 0 ? v + lead[j] : v) * strides[j];
-    }
-    linear.push_back(lin);
-  }
-  SmallVector<int64_t> flatShape = {leadSize};
-  flatShape.append(dshape.begin() + k, dshape.end());
+  for (int64_t d = b; d + 1 < it.getRank(); ++d)
+    tuples *= it.getDimSize(d);
+  SmallVector<int64_t> flatShape = {batch * leadSize};
+  flatShape.append(dshape.begin() + b + k, dshape.end());
+  SmallVector<int64_t> outShape(it.getShape().drop_back());
+  outShape.append(dshape.begin() + b + k, dshape.end());
   auto flat = reshape(c, *data, flatShape);
   if (failed(flat))
     return failure();
-  Value li = i64Constant(c, it.getShape().drop_back(), linear);
-  return single(gather(c, *flat, li, 0));
+  Value linear;
+  if (auto vals = c.constantInts(*idx)) {
+    SmallVector<int64_t> lin;
+    for (size_t at = 0; at < vals->size(); at += k) {
+      int64_t l = static_cast<int64_t>(at / k) / tuples * leadSize;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t v = (*vals)[at + j];
+        if (v < -lead[j] || v >= lead[j])
+          return c.error() << "index " << v << " is out of range for dim " << b + j
+                           << " of size " << lead[j];
+        l += (v < 0 ? v + lead[j] : v) * strides[j];
+      }
+      lin.push_back(l);
+    }
+    linear = i64Constant(c, {batch, tuples}, lin);
+  } else {
+    Expr e{c};
+    Type i64 = c.b.getI64Type();
+    Value ix = e.reshape(e.cast(*idx, i64), {batch, tuples, k});
+    Value out = e.num(ix, double(batch * leadSize)), zero = e.num(ix, 0);
+    SmallVector<int64_t> batchBase;
+    for (int64_t i = 0; i < batch; ++i)
+      batchBase.push_back(i * leadSize);
+    linear = i64Constant(c, {batch, 1}, batchBase);
+    Value bad;
+    for (int64_t j = 0; j < k; ++j) {
+      auto col = gather(c, ix, i64Constant(c, {}, {j}), 2);
+      if (failed(col))
+        return failure();
+      Value n = e.num(ix, double(lead[j]));
+      Value norm = e.where(e.cmp(P::lt, *col, zero), e.add(*col, n), *col);
+      Value outside = e.logical(nn::LogicalKind::or_, e.cmp(P::lt, norm, zero),
+                                e.cmp(P::ge, norm, n));
+      bad = bad ? e.logical(nn::LogicalKind::or_, bad, outside) : outside;
+      linear = e.add(linear, e.mul(norm, e.num(ix, double(strides[j]))));
+    }
+    linear = e.where(bad, out, linear);
+    if (!linear)
+      return failure();
+  }
+  auto g = gather(c, *flat, linear, 0);
+  if (failed(g))
+    return failure();
+  return single(reshape(c, *g, outShape));
 }
 
 HandlerResult gatherElements(NodeContext &c) {
@@ -340,6 +385,81 @@ Value iotaAlong(NodeContext &c, int64_t n, int64_t axis, int64_t rank) {
   for (int64_t i = 0; i < n; ++i)
     values.push_back(i);
   return i64Constant(c, shape, values);
+}
+
+/// TopK(X, K, axis, largest, sorted) for a constant K: K rounds of ArgMax
+/// (ArgMin for largest = 0), each taking the first extreme and masking it
+/// with NaN, which arg_reduce skips. Ties go to the lower index, as ONNX
+/// requires; the output is sorted either way (sorted = 0 allows any order).
+/// Integers are ranked as f64 (exact below 2^53).
+HandlerResult topK(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (!t.hasStaticShape() || t.getRank() == 0)
+    return c.error() << "expects a static tensor of rank >= 1, got " << t;
+  int64_t k;
+  if (c.opset() < 10) {
+    auto attr = c.intAttr("k");
+    if (!attr)
+      return c.error() << "needs the k attribute";
+    k = *attr;
+  } else {
+    auto ks = c.constantIntsInput(1, "K");
+    if (failed(ks))
+      return failure();
+    if (ks->size() != 1)
+      return c.error() << "K must hold one value, got " << ks->size();
+    k = (*ks)[0];
+  }
+  int64_t rank = t.getRank(), axis = c.intAttrOr("axis", -1);
+  if (!normalizeAxisInPlace(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  int64_t n = t.getDimSize(axis);
+  constexpr int64_t kMaxK = 256;
+  if (k < 0 || k > n)
+    return c.error() << "K = " << k << " is out of range for an axis of " << n;
+  if (k > kMaxK)
+    return c.error() << "K = " << k << " is over the supported " << kMaxK
+                     << " (TopK is unrolled into K arg-reductions)";
+  if (k == 0)
+    return c.error() << "K = 0 gives empty outputs, which Rewire does not compile";
+  bool largest = c.intAttrOr("largest", 1) != 0;
+  Expr e{c};
+  Type elt = t.getElementType();
+  Value ranked = isa<FloatType>(elt) ? *x : e.cast(*x, c.b.getF64Type());
+  Value nan = scalarConstant(c, typeOf(ranked).getElementType(), NAN);
+  Value iota = iotaAlong(c, n, axis, rank);
+  SmallVector<int64_t> keptShape(t.getShape());
+  keptShape[axis] = 1;
+  SmallVector<Value> values, indices;
+  for (int64_t i = 0; i < k; ++i) {
+    auto kind = largest ? nn::ArgReduceKind::max : nn::ArgReduceKind::min;
+    auto arg = nn::ArgReduceOp::create(
+        c.b, c.loc(), RankedTensorType::get(keptShape, c.b.getI64Type()),
+        c.b.getAttr<nn::ArgReduceKindAttr>(kind), ranked, c.b.getI64IntegerAttr(axis),
+        c.b.getBoolAttr(true), UnitAttr());
+    if (failed(arg.verify())) {
+      arg.erase();
+      return failure();
+    }
+    auto v = gatherElementsOf(c, *x, arg, axis);
+    if (failed(v))
+      return failure();
+    indices.push_back(arg);
+    values.push_back(*v);
+    if (i + 1 < k)
+      ranked = e.where(e.cmp(nn::ComparePredicate::eq, iota, arg), nan, ranked);
+    if (!ranked)
+      return failure();
+  }
+  auto axisAttr = c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis));
+  Value vs = values.size() == 1 ? values[0] : make<nn::ConcatOp>(c, values, {axisAttr});
+  Value is = indices.size() == 1 ? indices[0] : make<nn::ConcatOp>(c, indices, {axisAttr});
+  if (!vs || !is)
+    return failure();
+  return SmallVector<Value>{vs, is};
 }
 
 /// Hardmax(x, axis): 1 at the first maximum along axis, 0 elsewhere (over
@@ -690,6 +810,7 @@ const Handler kHandlers[] = {
     {"Resize", 10, 21, resize},
     {"Upsample", 7, 9, resize},
     {"ArgMax", 11, 21, argReduce},
+    {"TopK", 1, 21, topK},
     {"ArgMin", 11, 21, argReduce},
     {"Hardmax", 11, 21, hardmax},
     {"OneHot", 11, 21, oneHot},

@@ -133,10 +133,19 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
     auto emitCheck = [&](Operation *op, Value values, const Requirement &req,
                          const std::string &what) {
       auto type = dyn_cast<RankedTensorType>(values.getType());
-      if (!type || !type.hasStaticShape() || !type.getElementType().isSignlessInteger() ||
+      if (!type || !type.hasStaticShape() || !type.getElementType().isInteger() ||
           type.getElementType().isInteger(1) || type.getNumElements() == 0)
         return;
       OpBuilder b(op);
+      // arith compares signless integers: an unsigned divisor is checked
+      // through a cast to the signless type of its width (the same bits;
+      // a nonzero test does not depend on signedness).
+      if (type.getElementType().isUnsignedInteger()) {
+        if (!req.nonzero)
+          return;
+        type = type.clone(b.getIntegerType(type.getElementTypeBitWidth()));
+        values = nn::CastOp::create(b, op->getLoc(), type, values);
+      }
       declareCallee();
       Location loc = op->getLoc();
       MLIRContext *ctx = op->getContext();
@@ -247,8 +256,7 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
           return;
         }
         auto type = dyn_cast<RankedTensorType>(values.getType());
-        if (!type || !type.getElementType().isSignlessInteger() ||
-            type.getElementType().isInteger(1))
+        if (!type || !type.getElementType().isInteger() || type.getElementType().isInteger(1))
           return;
         BlockArgument arg = argumentOf(values);
         std::string name = arg ? argumentName(arg) : "";

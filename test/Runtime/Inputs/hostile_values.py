@@ -126,6 +126,57 @@ def main():
            ["rewire-run", art, "--input=3xi64=-9223372036854775808,-7,7", "--input=3xi64=-1,2,-2",
             "--expected_output=3xi64=-9223372036854775808,-3,-3"], 0, "[SUCCESS]")
 
+    # Unsigned integers: a zero divisor is an error too; values above
+    # INT64_MAX are unsigned, not negative (uint64 max / 2, max > 1).
+    udiv = save(os.path.join(work, "udiv.onnx"),
+                [helper.make_node("Div", ["a", "b"], ["q"], name="udivide"),
+                 helper.make_node("Greater", ["a", "b"], ["gt"], name="ugreater")],
+                [helper.make_tensor_value_info("a", TensorProto.UINT64, [2]),
+                 helper.make_tensor_value_info("b", TensorProto.UINT64, [2])],
+                [helper.make_tensor_value_info("q", TensorProto.UINT64, [2]),
+                 helper.make_tensor_value_info("gt", TensorProto.BOOL, [2])])
+    art = os.path.join(work, "udiv.rwx")
+    rc, text = run(["rewire-compile", udiv, "-o", art])
+    if rc != 0:
+        raise SystemExit("FAIL compile udiv: " + text)
+    a = np.array([2**64 - 1, 7], np.uint64)
+    b = np.array([2, 1], np.uint64)
+    q, gt = rr.Model(art).run("forward", a, b)
+    ok = np.array_equal(q, a // b) and np.array_equal(gt, a > b)
+    print("%s Div/Greater on uint64 above 2^63: %s %s" % ("ok  " if ok else "FAIL", q, gt))
+    if not ok:
+        FAILURES.append("uint64")
+    np.save(os.path.join(work, "ua.npy"), a)
+    np.save(os.path.join(work, "ub.npy"), np.array([2, 0], np.uint64))
+    expect("Div, zero uint64 divisor", ["rewire-run", art, "--input=@" + os.path.join(work, "ua.npy"),
+                                        "--input=@" + os.path.join(work, "ub.npy")], 2,
+           "nn.div 'udivide': integer divisor (from input 'b'): value 0 at [1]", "must not be 0")
+
+    # GatherND with run-time indices: an index tuple out of range is an
+    # error, negative ones count from the end.
+    gnd = save(os.path.join(work, "gathernd.onnx"),
+               [helper.make_node("GatherND", ["data", "idx"], ["y"], name="gnd")],
+               [helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 4, 2]),
+                helper.make_tensor_value_info("idx", TensorProto.INT64, [2, 2])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    art = os.path.join(work, "gathernd.rwx")
+    rc, text = run(["rewire-compile", gnd, "-o", art])
+    if rc != 0:
+        raise SystemExit("FAIL compile gathernd: " + text)
+    data = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    idx = np.array([[2, -1], [0, 1]], np.int64)
+    (y,) = rr.Model(art).run("forward", data, idx)
+    ok = np.array_equal(y, np.stack([data[2, -1], data[0, 1]]))
+    print("%s GatherND, run-time indices match NumPy" % ("ok  " if ok else "FAIL"))
+    if not ok:
+        FAILURES.append("gathernd")
+    try:
+        rr.Model(art).run("forward", data, np.array([[2, 4], [0, 1]], np.int64))
+        print("FAIL GatherND, index 4 of 4: no error")
+        FAILURES.append("gathernd range")
+    except rr.RewireError as e:
+        print("ok   GatherND, index 4 of 4: RewireError: %s" % e)
+
     # Class labels outside [0, C) in training data.
     lin = linear(work, rng)
     expect("rewire-train, label 5 of 5 classes",
