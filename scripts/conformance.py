@@ -13,7 +13,8 @@ these tests (Reshape's shape; Slice's starts/ends/axes/steps; the axes of
 Squeeze, Unsqueeze and the Reduce ops; Split's sizes; Expand's shape, Tile's
 repeats, Pad's pads, CumSum's axis, Trilu's k, Range's bounds, OneHot's
 depth, TopK's k, Resize's roi, scales and sizes, Upsample's scales, Clip's
-bounds, Dropout's ratio and training_mode) are folded into
+bounds, Dropout's ratio and training_mode, the window
+ops' size) are folded into
 initializers from test_data_set_0 before compiling, as an exporter with
 static shapes would have written them. The table says so per op.
 
@@ -67,7 +68,8 @@ SHAPE_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueez
                 "ReduceLogSumExp": {1}, "Split": {1}, "Expand": {1}, "Tile": {1}, "Pad": {1, 2, 3},
                 "CumSum": {1}, "Trilu": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
                 "OneHot": {1}, "TopK": {1}, "Resize": {1, 2, 3}, "Upsample": {1}, "Clip": {1, 2},
-                "Dropout": {1, 2}}
+                "Dropout": {1, 2}, "HannWindow": {0}, "HammingWindow": {0},
+                "BlackmanWindow": {0}}
 
 
 EXPANDED = "(several nodes: *_expanded)"

@@ -84,6 +84,13 @@ HandlerResult conv(NodeContext &c) {
   auto x = c.tensorInput(0), w = c.tensorInput(1);
   if (failed(x) || failed(w))
     return failure();
+  return single(convolution(c, *x, *w, c.input(2)));
+}
+
+} // namespace
+
+FailureOr<Value> rewire::onnx_import::convolution(NodeContext &c, Value xv, Value wv, Value bias) {
+  auto x = &xv, w = &wv;
   auto xt = cast<RankedTensorType>(x->getType());
   auto wt = cast<RankedTensorType>(w->getType());
   if (xt.getRank() < 3 || wt.getRank() != xt.getRank())
@@ -102,18 +109,27 @@ HandlerResult conv(NodeContext &c) {
   if (failed(pads))
     return failure();
   SmallVector<Value> operands = {*x, *w};
-  if (Value bias = c.input(2))
+  if (bias)
     operands.push_back(bias);
-  if (k == 1)
-    return conv1d(c, operands, strides[0], (*pads)[0], (*pads)[1], dilations[0]);
-  return single(createInferred<nn::ConvOp>(
+  if (k == 1) {
+    auto r = conv1d(c, operands, strides[0], (*pads)[0], (*pads)[1], dilations[0]);
+    if (failed(r))
+      return failure();
+    return (*r)[0];
+  }
+  auto op = createInferred<nn::ConvOp>(
       c, operands,
       {c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(strides)),
        c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads)),
        c.b.getNamedAttr("dilations", c.b.getDenseI64ArrayAttr(dilations)),
        c.b.getNamedAttr("group",
-                        c.b.getI64IntegerAttr(c.intAttrOr("group", 1)))}));
+                        c.b.getI64IntegerAttr(c.intAttrOr("group", 1)))});
+  if (failed(op))
+    return failure();
+  return op->getResult();
 }
+
+namespace {
 
 HandlerResult maxPool(NodeContext &c) {
   auto x = c.tensorInput(0);
@@ -201,20 +217,16 @@ HandlerResult averagePool(NodeContext &c) {
   if (!fitsBuiltConstant(c, checkedMul(oh, ow).value_or(-1), "the count of padded windows"))
     return failure();
   int64_t h = xt.getDimSize(2), w = xt.getDimSize(3);
-  SmallVector<APFloat> scale;
+  SmallVector<double> scale;
   for (int64_t i = 0; i < oh; ++i)
     for (int64_t j = 0; j < ow; ++j) {
       int64_t r0 = i * strides[0] - (*pads)[0], c0 = j * strides[1] - (*pads)[1];
       int64_t rows = std::min(r0 + kh, h) - std::max<int64_t>(r0, 0);
       int64_t cols = std::min(c0 + kw, w) - std::max<int64_t>(c0, 0);
       double n = double(std::max<int64_t>(rows, 0) * std::max<int64_t>(cols, 0));
-      APFloat v(n > 0 ? double(kh * kw) / n : 0.0);
-      bool lost;
-      v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      scale.push_back(v);
+      scale.push_back(n > 0 ? double(kh * kw) / n : 0.0);
     }
-  auto sType = RankedTensorType::get({1, 1, oh, ow}, ft);
-  Value s = nn::ConstantOp::create(c.b, c.loc(), sType, DenseElementsAttr::get(sType, scale));
+  Value s = floatsConstant(c, RankedTensorType::get({1, 1, oh, ow}, ft), scale);
   return single(createInferred<nn::MulOp>(c, {conv->getResult(), s}));
 }
 

@@ -764,16 +764,7 @@ HandlerResult resize(NodeContext &c) {
     SmallVector<int64_t> colShape(rank - d, 1);
     colShape[0] = out;
     auto colType = RankedTensorType::get(colShape, elt);
-    auto column = [&](ArrayRef<double> v) -> Value {
-      SmallVector<APFloat> vals;
-      for (double x : v) {
-        bool lost;
-        APFloat f(x);
-        f.convert(elt.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-        vals.push_back(f);
-      }
-      return nn::ConstantOp::create(c.b, c.loc(), colType, DenseElementsAttr::get(colType, vals));
-    };
+    auto column = [&](ArrayRef<double> v) { return floatsConstant(c, colType, v); };
     bool unitWeights = mode == "nearest" && taps.bias.empty();
     Value acc;
     for (int64_t t = 0; t < numTaps; ++t) {

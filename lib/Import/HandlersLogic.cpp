@@ -435,16 +435,11 @@ HandlerResult floatRange(NodeContext &c, FloatType ft) {
   double n = std::max(std::ceil((*l - *a) / *d), 0.0);
   if (n > double(1 << 24))
     return c.error() << "the range has more than 2^24 elements";
-  SmallVector<APFloat> out;
-  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-    APFloat v(*a + double(i) * *d);
-    bool lost;
-    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    out.push_back(v);
-  }
+  SmallVector<double> out;
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
+    out.push_back(*a + double(i) * *d);
   auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, ft);
-  return SmallVector<Value>{
-      nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, out))};
+  return SmallVector<Value>{floatsConstant(c, type, out)};
 }
 
 /// Range(start, limit, delta) on constant integers: a constant.
@@ -596,22 +591,51 @@ HandlerResult eyeLike(NodeContext &c) {
     return failure();
   auto type = RankedTensorType::get({m, n}, elt);
   if (isa<FloatType>(elt)) {
-    SmallVector<APFloat> v;
+    SmallVector<double> v;
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        APFloat f(j - i == k ? 1.0 : 0.0);
-        bool lost;
-        f.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-        v.push_back(f);
-      }
-    return SmallVector<Value>{
-        nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, v))};
+      for (int64_t j = 0; j < n; ++j)
+        v.push_back(j - i == k ? 1.0 : 0.0);
+    return SmallVector<Value>{floatsConstant(c, type, v)};
   }
   SmallVector<int64_t> v;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
       v.push_back(j - i == k);
   return SmallVector<Value>{intOrBoolConstant(c, type, v)};
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow(size): constants, as ONNX
+/// defines them (periodic: N = size, else size - 1; the sum of
+/// a_k cos(2 pi k n / N) terms).
+HandlerResult window(NodeContext &c) {
+  auto size = c.constantIntsInput(0, "size");
+  if (failed(size))
+    return failure();
+  if (size->size() != 1)
+    return c.error() << "size must be a scalar";
+  int64_t n = (*size)[0];
+  if (n < 1 || !fitsBuiltConstant(c, n, "the window"))
+    return n < 1 ? (c.error() << "size must be positive, got " << n) : failure();
+  Type elt = elementTypeOf(c.b.getContext(), static_cast<int32_t>(c.intAttrOr("output_datatype", 1)));
+  if (!elt)
+    return c.error() << "unsupported output_datatype " << c.intAttrOr("output_datatype", 1);
+  StringRef op = c.node.getOpType();
+  SmallVector<double> a = op == "HannWindow"      ? SmallVector<double>{0.5, -0.5}
+                          : op == "HammingWindow" ? SmallVector<double>{25.0 / 46, -21.0 / 46}
+                                                  : SmallVector<double>{0.42, -0.5, 0.08};
+  double period = c.intAttrOr("periodic", 1) ? double(n) : double(n - 1);
+  SmallVector<double> w;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = 0;
+    for (size_t k = 0; k < a.size(); ++k)
+      v += a[k] * std::cos(2 * M_PI * double(k) * double(i) / period);
+    w.push_back(period == 0 ? 1.0 : v);
+  }
+  auto type = RankedTensorType::get({n}, elt);
+  if (isa<FloatType>(elt))
+    return SmallVector<Value>{floatsConstant(c, type, w)};
+  SmallVector<int64_t> iw(w.begin(), w.end());
+  return SmallVector<Value>{intOrBoolConstant(c, type, iw)};
 }
 
 /// CumSum: folded on a constant integer tensor (position ids of a constant
@@ -780,6 +804,9 @@ const Handler kHandlers[] = {
     {"Acosh", 9, 21, floatUnary<nn::AcoshOp>},
     {"Atanh", 9, 21, floatUnary<nn::AtanhOp>},
     {"EyeLike", 9, 21, eyeLike},
+    {"HannWindow", 17, 21, window},
+    {"HammingWindow", 17, 21, window},
+    {"BlackmanWindow", 17, 21, window},
 };
 
 } // namespace

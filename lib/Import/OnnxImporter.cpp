@@ -136,6 +136,20 @@ std::optional<SmallVector<double>> NodeContext::constantFloats(Value v) const {
   return out;
 }
 
+Value rewire::onnx_import::floatsConstant(NodeContext &c, RankedTensorType type,
+                                          ArrayRef<double> values) {
+  auto ft = cast<FloatType>(type.getElementType());
+  SmallVector<APFloat> vals;
+  vals.reserve(values.size());
+  for (double x : values) {
+    APFloat f(x);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    vals.push_back(f);
+  }
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, vals));
+}
+
 Value rewire::onnx_import::splatConstant(NodeContext &c, RankedTensorType type, double v) {
   Type elt = type.getElementType();
   Attribute a;
@@ -180,7 +194,7 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
   static const ArrayRef<Handler> tables[] = {mathHandlers(), shapeHandlers(),
                                              convHandlers(), logicHandlers(),
                                              indexingHandlers(), activationHandlers(),
-                                             lossHandlers()};
+                                             lossHandlers(), quantizeHandlers()};
   return tables;
 }
 

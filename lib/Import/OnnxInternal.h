@@ -143,6 +143,7 @@ llvm::ArrayRef<Handler> logicHandlers();
 llvm::ArrayRef<Handler> indexingHandlers();
 llvm::ArrayRef<Handler> activationHandlers();
 llvm::ArrayRef<Handler> lossHandlers();
+llvm::ArrayRef<Handler> quantizeHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);
@@ -194,6 +195,11 @@ mlir::FailureOr<OpTy> createInferred(NodeContext &c, mlir::ValueRange operands,
 mlir::FailureOr<mlir::Value> gatherElementsOf(NodeContext &c, mlir::Value data,
                                               mlir::Value idx, int64_t axis);
 
+/// ONNX Conv of `x` and `w` (+ `bias`, may be null) with the node's
+/// attributes: strides, pads or auto_pad, dilations, group (HandlersConv.cpp).
+mlir::FailureOr<mlir::Value> convolution(NodeContext &c, mlir::Value x, mlir::Value w,
+                                         mlir::Value bias);
+
 /// (x - m) - log(sum(exp(x - m))) over `axes`, m the max (HandlersActivations.cpp).
 mlir::FailureOr<mlir::Value> logSoftmaxOf(NodeContext &c, mlir::Value x,
                                           llvm::ArrayRef<int64_t> axes);
@@ -236,6 +242,11 @@ inline bool normalizeAxisInPlace(int64_t &axis, int64_t rank) {
 
 /// A splat nn.constant of `type` (float, integer or i1) holding `v`.
 mlir::Value splatConstant(NodeContext &c, mlir::RankedTensorType type, double v);
+
+/// An nn.constant of float `type` holding `values` (row-major), each
+/// rounded to the element type.
+mlir::Value floatsConstant(NodeContext &c, mlir::RankedTensorType type,
+                           llvm::ArrayRef<double> values);
 
 /// A rank-0 nn.constant of element type `elt` holding `v`.
 inline mlir::Value scalarConstant(NodeContext &c, mlir::Type elt, double v) {
