@@ -54,21 +54,25 @@ FailureOr<Value> gather(NodeContext &c, Value data, Value indices, int64_t axis)
   return op->getResult();
 }
 
-/// GatherND(data, indices, batch_dims = b) as one gather of the data
-/// flattened to [batch x lead, rest...] at the linear index of every index
-/// tuple: batch * |lead| + sum_j idx_j * stride_j. Constant indices are
-/// resolved now (an index out of range is an import error); run-time ones
-/// are normalized (negative: + dim) and sent out of range when they are
-/// not in [-dim, dim), which the gather's run-time check reports.
-HandlerResult gatherND(NodeContext &c) {
-  auto data = c.tensorInput(0), idx = c.tensorInput(1);
-  if (failed(data) || failed(idx))
-    return failure();
-  auto dt = typeOf(*data), it = typeOf(*idx);
+/// Normalizes run-time indices `ix` (i64) of an axis of `n`: a negative
+/// index counts from the end; one outside [-n, n) is flagged in `bad`.
+Value normalizedIndex(Expr &e, Value ix, int64_t n, Value &bad) {
+  Value zero = e.num(ix, 0), size = e.num(ix, double(n));
+  Value norm = e.where(e.cmp(P::lt, ix, zero), e.add(ix, size), ix);
+  Value outside = e.logical(nn::LogicalKind::or_, e.cmp(P::lt, norm, zero), e.cmp(P::ge, norm, size));
+  bad = bad ? e.logical(nn::LogicalKind::or_, bad, outside) : outside;
+  return norm;
+}
+
+/// The offsets, into data flattened to [batch x lead, rest...], of the
+/// index tuples of GatherND/ScatterND (`b` batch dims): [batch, tuples].
+/// Run-time tuples out of range get offset batch x lead, one past the
+/// table, which the gather's or scatter's run-time check reports.
+FailureOr<Value> tupleOffsets(NodeContext &c, RankedTensorType dt, Value idx, int64_t b) {
+  auto it = typeOf(idx);
   if (!dt.hasStaticShape() || !it.hasStaticShape() || it.getRank() < 1 ||
       !isa<IntegerType>(it.getElementType()))
     return c.error() << "expects static data and integer indices of rank >= 1";
-  int64_t b = c.intAttrOr("batch_dims", 0);
   int64_t k = it.getDimSize(it.getRank() - 1);
   if (b < 0 || b >= it.getRank() || b >= dt.getRank())
     return c.error() << "batch_dims " << b << " must be below the ranks of data and indices";
@@ -88,15 +92,7 @@ HandlerResult gatherND(NodeContext &c) {
     leadSize *= d;
   for (int64_t d = b; d + 1 < it.getRank(); ++d)
     tuples *= it.getDimSize(d);
-  SmallVector<int64_t> flatShape = {batch * leadSize};
-  flatShape.append(dshape.begin() + b + k, dshape.end());
-  SmallVector<int64_t> outShape(it.getShape().drop_back());
-  outShape.append(dshape.begin() + b + k, dshape.end());
-  auto flat = reshape(c, *data, flatShape);
-  if (failed(flat))
-    return failure();
-  Value linear;
-  if (auto vals = c.constantInts(*idx)) {
+  if (auto vals = c.constantInts(idx)) {
     SmallVector<int64_t> lin;
     for (size_t at = 0; at < vals->size(); at += k) {
       int64_t l = static_cast<int64_t>(at / k) / tuples * leadSize;
@@ -109,54 +105,35 @@ HandlerResult gatherND(NodeContext &c) {
       }
       lin.push_back(l);
     }
-    linear = i64Constant(c, {batch, tuples}, lin);
-  } else {
-    Expr e{c};
-    Type i64 = c.b.getI64Type();
-    Value ix = e.reshape(e.cast(*idx, i64), {batch, tuples, k});
-    Value out = e.num(ix, double(batch * leadSize)), zero = e.num(ix, 0);
-    SmallVector<int64_t> batchBase;
-    for (int64_t i = 0; i < batch; ++i)
-      batchBase.push_back(i * leadSize);
-    linear = i64Constant(c, {batch, 1}, batchBase);
-    Value bad;
-    for (int64_t j = 0; j < k; ++j) {
-      auto col = gather(c, ix, i64Constant(c, {}, {j}), 2);
-      if (failed(col))
-        return failure();
-      Value n = e.num(ix, double(lead[j]));
-      Value norm = e.where(e.cmp(P::lt, *col, zero), e.add(*col, n), *col);
-      Value outside = e.logical(nn::LogicalKind::or_, e.cmp(P::lt, norm, zero),
-                                e.cmp(P::ge, norm, n));
-      bad = bad ? e.logical(nn::LogicalKind::or_, bad, outside) : outside;
-      linear = e.add(linear, e.mul(norm, e.num(ix, double(strides[j]))));
-    }
-    linear = e.where(bad, out, linear);
-    if (!linear)
-      return failure();
+    return i64Constant(c, {batch, tuples}, lin);
   }
-  auto g = gather(c, *flat, linear, 0);
-  if (failed(g))
+  Expr e{c};
+  Value ix = e.reshape(e.cast(idx, c.b.getI64Type()), {batch, tuples, k});
+  SmallVector<int64_t> batchBase;
+  for (int64_t i = 0; i < batch; ++i)
+    batchBase.push_back(i * leadSize);
+  Value linear = i64Constant(c, {batch, 1}, batchBase), bad;
+  for (int64_t j = 0; j < k; ++j) {
+    auto col = gather(c, ix, i64Constant(c, {}, {j}), 2);
+    if (failed(col))
+      return failure();
+    Value norm = normalizedIndex(e, *col, lead[j], bad);
+    linear = e.add(linear, e.mul(norm, e.num(ix, double(strides[j]))));
+  }
+  linear = e.where(bad, e.num(ix, double(batch * leadSize)), linear);
+  if (!linear)
     return failure();
-  return single(reshape(c, *g, outShape));
+  return linear;
 }
 
-HandlerResult gatherElements(NodeContext &c) {
-  auto data = c.tensorInput(0), idx = c.tensorInput(1);
-  if (failed(data) || failed(idx))
-    return failure();
-  return single(gatherElementsOf(c, *data, *idx, c.intAttrOr("axis", 0)));
-}
-
-} // namespace
-
-FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value dataV, Value idxV,
-                                                       int64_t axis) {
-  auto data = &dataV, idx = &idxV;
-  auto dt = typeOf(*data), it = typeOf(*idx);
+/// The offsets, into data flattened to 1-D, of GatherElements' and
+/// ScatterElements' indices along `axis` (shape of the indices); run-time
+/// ones out of range get offset |data|.
+FailureOr<Value> elementOffsets(NodeContext &c, RankedTensorType dt, Value idx, int64_t axis) {
+  auto it = typeOf(idx);
   if (!dt.hasStaticShape() || !it.hasStaticShape() || dt.getRank() != it.getRank() ||
-      dt.getRank() < 1)
-    return c.error() << "expects static data and indices of the same rank, got "
+      dt.getRank() < 1 || !isa<IntegerType>(it.getElementType()))
+    return c.error() << "expects static data and integer indices of the same rank, got "
                      << dt << " and " << it;
   int64_t rank = dt.getRank();
   if (!normalizeAxisInPlace(axis, rank))
@@ -167,7 +144,7 @@ FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value dat
                        << ") exceeds the data's (" << dt.getDimSize(d) << ")";
   SmallVector<int64_t> strides = stridesOf(dt.getShape());
   int64_t total = dt.getNumElements(), dim = dt.getDimSize(axis);
-  if (!fitsBuiltConstant(c, it.getNumElements(), "the index map of GatherElements"))
+  if (!fitsBuiltConstant(c, it.getNumElements(), "the index map of the element indices"))
     return failure();
   // The offset of every index position without its own axis coordinate.
   SmallVector<int64_t> base(it.getNumElements());
@@ -182,10 +159,7 @@ FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value dat
     }
     base[flat] = off;
   }
-  auto flatData = reshape(c, *data, {total});
-  if (failed(flatData))
-    return failure();
-  if (auto vals = c.constantInts(*idx)) {
+  if (auto vals = c.constantInts(idx)) {
     SmallVector<int64_t> lin;
     for (auto [i, v] : llvm::enumerate(*vals)) {
       if (v < -dim || v >= dim)
@@ -193,44 +167,156 @@ FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value dat
                          << " of size " << dim;
       lin.push_back(base[i] + (v < 0 ? v + dim : v) * strides[axis]);
     }
-    return gather(c, *flatData, i64Constant(c, it.getShape(), lin), 0);
+    return i64Constant(c, it.getShape(), lin);
   }
-  // Run-time indices: normalize negatives, keep in-range ones, and send
-  // out-of-range ones to `total` (the check of the gather reports it).
-  Value ix = *idx;
-  auto i64 = RankedTensorType::get(it.getShape(), c.b.getI64Type());
-  if (it.getElementType() != c.b.getI64Type())
-    ix = nn::CastOp::create(c.b, c.loc(), i64, ix);
-  auto scalar = [&](int64_t v) { return i64Constant(c, {}, {v}); };
-  auto pred = [&](nn::ComparePredicate p) {
-    return c.b.getNamedAttr("predicate", c.b.getAttr<nn::ComparePredicateAttr>(p));
-  };
-  auto neg = createInferred<nn::CompareOp>(c, {ix, scalar(0)}, {pred(nn::ComparePredicate::lt)});
-  auto shifted = createInferred<nn::AddOp>(c, {ix, scalar(dim)});
-  if (failed(neg) || failed(shifted))
+  Expr e{c};
+  Value bad;
+  Value norm = normalizedIndex(e, e.cast(idx, c.b.getI64Type()), dim, bad);
+  Value lin = e.add(e.mul(norm, e.num(norm, double(strides[axis]))),
+                    i64Constant(c, it.getShape(), base));
+  lin = e.where(bad, e.num(norm, double(total)), lin);
+  if (!lin)
     return failure();
-  auto norm = createInferred<nn::WhereOp>(c, {neg->getResult(), shifted->getResult(), ix});
-  if (failed(norm))
+  return lin;
+}
+
+/// GatherND(data, indices, batch_dims) as one gather of the flattened data
+/// at the tuples' offsets.
+HandlerResult gatherND(NodeContext &c) {
+  auto data = c.tensorInput(0), idx = c.tensorInput(1);
+  if (failed(data) || failed(idx))
     return failure();
-  auto lo = createInferred<nn::CompareOp>(c, {norm->getResult(), scalar(0)},
-                                          {pred(nn::ComparePredicate::ge)});
-  auto hi = createInferred<nn::CompareOp>(c, {norm->getResult(), scalar(dim)},
-                                          {pred(nn::ComparePredicate::lt)});
-  if (failed(lo) || failed(hi))
-    return failure();
-  auto ok = createInferred<nn::LogicalOp>(
-      c, {lo->getResult(), hi->getResult()},
-      {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(nn::LogicalKind::and_))});
-  auto scaled = createInferred<nn::MulOp>(c, {norm->getResult(), scalar(strides[axis])});
-  if (failed(ok) || failed(scaled))
-    return failure();
-  auto lin = createInferred<nn::AddOp>(c, {scaled->getResult(), i64Constant(c, it.getShape(), base)});
+  auto dt = typeOf(*data), it = typeOf(*idx);
+  int64_t b = c.intAttrOr("batch_dims", 0);
+  auto lin = tupleOffsets(c, dt, *idx, b);
   if (failed(lin))
     return failure();
-  auto safe = createInferred<nn::WhereOp>(c, {ok->getResult(), lin->getResult(), scalar(total)});
-  if (failed(safe))
+  int64_t k = it.getDimSize(it.getRank() - 1);
+  ArrayRef<int64_t> dshape = dt.getShape();
+  int64_t rest = 1;
+  for (int64_t d = b + k; d < dt.getRank(); ++d)
+    rest *= dshape[d];
+  SmallVector<int64_t> flatShape = {rest ? dt.getNumElements() / rest : 0};
+  flatShape.append(dshape.begin() + b + k, dshape.end());
+  SmallVector<int64_t> outShape(it.getShape().drop_back());
+  outShape.append(dshape.begin() + b + k, dshape.end());
+  auto flat = reshape(c, *data, flatShape);
+  if (failed(flat))
     return failure();
-  return gather(c, *flatData, safe->getResult(), 0);
+  auto g = gather(c, *flat, *lin, 0);
+  if (failed(g))
+    return failure();
+  return single(reshape(c, *g, outShape));
+}
+
+HandlerResult gatherElements(NodeContext &c) {
+  auto data = c.tensorInput(0), idx = c.tensorInput(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  return single(gatherElementsOf(c, *data, *idx, c.intAttrOr("axis", 0)));
+}
+
+/// `table` ([P, rest...], float) with rows `offsets` ([M], i64) written by
+/// `updates` ([M, rest...]): replaced (reduction none; duplicate offsets
+/// sum, ONNX leaves them undefined) or added to (add), through
+/// nn.scatter_add into a zero table.
+FailureOr<Value> scatterRows(NodeContext &c, Value table, Value offsets, Value updates,
+                             StringRef reduction) {
+  auto tt = typeOf(table);
+  if (!isa<FloatType>(tt.getElementType()))
+    return c.error() << "expects float data, got " << tt;
+  if (reduction != "none" && reduction != "add")
+    return c.error() << "reduction '" << reduction << "' is not supported (none, add)";
+  Expr e{c};
+  // scatter_add's result type is the table's (it is not inferred).
+  auto scatter = [&](RankedTensorType type, Value rows) -> Value {
+    auto op = nn::ScatterAddOp::create(c.b, c.loc(), type, rows, offsets);
+    if (failed(op.verify())) {
+      op.erase();
+      return {};
+    }
+    return op;
+  };
+  Value sum = scatter(tt, updates);
+  if (!sum)
+    return failure();
+  if (reduction == "add")
+    return e.add(table, sum);
+  int64_t m = typeOf(offsets).getNumElements();
+  Value ones = scatter(RankedTensorType::get({tt.getDimSize(0)}, tt.getElementType()),
+                       splatConstant(c, RankedTensorType::get({m}, tt.getElementType()), 1.0));
+  SmallVector<int64_t> maskShape(tt.getRank(), 1);
+  maskShape[0] = tt.getDimSize(0);
+  Value written = e.cmp(P::gt, e.reshape(ones, maskShape), e.num(table, 0));
+  Value r = e.where(written, sum, table);
+  if (!r)
+    return failure();
+  return r;
+}
+
+/// ScatterND(data, indices, updates, reduction).
+HandlerResult scatterND(NodeContext &c) {
+  auto data = c.tensorInput(0), idx = c.tensorInput(1), upd = c.tensorInput(2);
+  if (failed(data) || failed(idx) || failed(upd))
+    return failure();
+  auto dt = typeOf(*data), it = typeOf(*idx);
+  auto lin = tupleOffsets(c, dt, *idx, 0);
+  if (failed(lin))
+    return failure();
+  int64_t k = it.getDimSize(it.getRank() - 1), m = it.getNumElements() / k, rest = 1;
+  for (int64_t d = k; d < dt.getRank(); ++d)
+    rest *= dt.getDimSize(d);
+  SmallVector<int64_t> flatShape = {rest ? dt.getNumElements() / rest : 0}, updShape = {m};
+  flatShape.append(dt.getShape().begin() + k, dt.getShape().end());
+  updShape.append(dt.getShape().begin() + k, dt.getShape().end());
+  if (typeOf(*upd).getNumElements() != m * rest)
+    return c.error() << "updates " << upd->getType() << " do not match indices " << it
+                     << " into " << dt;
+  auto flat = reshape(c, *data, flatShape), updates = reshape(c, *upd, updShape),
+       offsets = reshape(c, *lin, {m});
+  if (failed(flat) || failed(updates) || failed(offsets))
+    return failure();
+  auto r = scatterRows(c, *flat, *offsets, *updates, c.stringAttr("reduction").value_or("none"));
+  if (failed(r))
+    return failure();
+  return single(reshape(c, *r, dt.getShape()));
+}
+
+/// ScatterElements(data, indices, updates, axis, reduction) and Scatter
+/// (its opset 9-10 name).
+HandlerResult scatterElements(NodeContext &c) {
+  auto data = c.tensorInput(0), idx = c.tensorInput(1), upd = c.tensorInput(2);
+  if (failed(data) || failed(idx) || failed(upd))
+    return failure();
+  auto dt = typeOf(*data), it = typeOf(*idx);
+  if (typeOf(*upd).getShape() != it.getShape())
+    return c.error() << "updates " << upd->getType() << " must have the shape of indices " << it;
+  auto lin = elementOffsets(c, dt, *idx, c.intAttrOr("axis", 0));
+  if (failed(lin))
+    return failure();
+  int64_t n = it.getNumElements();
+  auto flat = reshape(c, *data, {dt.getNumElements()}), updates = reshape(c, *upd, {n}),
+       offsets = reshape(c, *lin, {n});
+  if (failed(flat) || failed(updates) || failed(offsets))
+    return failure();
+  auto r = scatterRows(c, *flat, *offsets, *updates, c.stringAttr("reduction").value_or("none"));
+  if (failed(r))
+    return failure();
+  return single(reshape(c, *r, dt.getShape()));
+}
+
+} // namespace
+
+FailureOr<Value> rewire::onnx_import::gatherElementsOf(NodeContext &c, Value data, Value idx,
+                                                       int64_t axis) {
+  auto dt = typeOf(data);
+  auto lin = elementOffsets(c, dt, idx, axis);
+  if (failed(lin))
+    return failure();
+  auto flat = reshape(c, data, {dt.getNumElements()});
+  if (failed(flat))
+    return failure();
+  return gather(c, *flat, *lin, 0);
 }
 
 namespace {
@@ -807,6 +893,9 @@ const Handler kHandlers[] = {
     {"OneHot", 11, 21, oneHot},
     {"GatherND", 12, 21, gatherND},
     {"GatherElements", 11, 21, gatherElements},
+    {"ScatterND", 11, 21, scatterND},
+    {"ScatterElements", 11, 21, scatterElements},
+    {"Scatter", 9, 10, scatterElements},
     {"Pad", 11, 21, pad},
 };
 

@@ -194,7 +194,8 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
   static const ArrayRef<Handler> tables[] = {mathHandlers(), shapeHandlers(),
                                              convHandlers(), logicHandlers(),
                                              indexingHandlers(), activationHandlers(),
-                                             lossHandlers(), quantizeHandlers()};
+                                             lossHandlers(), quantizeHandlers(),
+                                             einsumHandlers()};
   return tables;
 }
 

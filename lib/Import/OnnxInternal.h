@@ -144,6 +144,7 @@ llvm::ArrayRef<Handler> indexingHandlers();
 llvm::ArrayRef<Handler> activationHandlers();
 llvm::ArrayRef<Handler> lossHandlers();
 llvm::ArrayRef<Handler> quantizeHandlers();
+llvm::ArrayRef<Handler> einsumHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);
