@@ -85,6 +85,28 @@ struct Expr {
     return make<nn::TransposeOp>(c, {x},
                                  {c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(perm))});
   }
+  /// x[begin:end] along `axis`.
+  Value slice(Value x, int64_t axis, int64_t begin, int64_t end) {
+    return make<nn::SliceOp>(c, {x},
+                             {c.b.getNamedAttr("starts", c.b.getDenseI64ArrayAttr({begin})),
+                              c.b.getNamedAttr("ends", c.b.getDenseI64ArrayAttr({end})),
+                              c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({axis}))});
+  }
+  /// `x` without its size-1 dim `axis`.
+  Value squeeze(Value x, int64_t axis) {
+    return make<nn::SqueezeOp>(c, {x}, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({axis}))});
+  }
+  /// `x` with a size-1 dim inserted at `axis`.
+  Value unsqueeze(Value x, int64_t axis) {
+    return make<nn::UnsqueezeOp>(c, {x},
+                                 {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({axis}))});
+  }
+  Value concat(mlir::ValueRange xs, int64_t axis) {
+    if (xs.size() == 1)
+      return xs[0];
+    return make<nn::ConcatOp>(c, xs, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis))});
+  }
+  Value matmul(Value a, Value b) { return bin<nn::MatMulOp>(a, b); }
   /// softplus(x) = max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
   Value softplus(Value x) {
     Value e = un<nn::ExpOp>(un<nn::NegOp>(un<nn::AbsOp>(x)));

@@ -195,7 +195,7 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
                                              convHandlers(), logicHandlers(),
                                              indexingHandlers(), activationHandlers(),
                                              lossHandlers(), quantizeHandlers(),
-                                             einsumHandlers()};
+                                             einsumHandlers(), recurrentHandlers()};
   return tables;
 }
 

@@ -145,6 +145,7 @@ llvm::ArrayRef<Handler> activationHandlers();
 llvm::ArrayRef<Handler> lossHandlers();
 llvm::ArrayRef<Handler> quantizeHandlers();
 llvm::ArrayRef<Handler> einsumHandlers();
+llvm::ArrayRef<Handler> recurrentHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);
