@@ -1,11 +1,12 @@
 //===- HandlersConv.cpp - Legalization of ONNX convolutional ops ----------===//
 //
-// Handlers for Conv (1-D through 2-D), MaxPool, AveragePool (a depthwise
-// conv) and GlobalAveragePool (NCHW). auto_pad SAME_*
+// Handlers for Conv (1-D through 2-D), MaxPool and AveragePool (2-D ones as
+// nn.max_pool and a depthwise conv; any other rank, dilation, ceil_mode or
+// argmax output as strided slices per kernel tap) and GlobalAveragePool. auto_pad SAME_*
 // is resolved into explicit pads here, so nn ops only know explicit padding.
 //
 //===----------------------------------------------------------------------===//
-#include "OnnxInternal.h"
+#include "NodeExpr.h"
 
 #include "rewire/Support/Checked.h"
 
@@ -131,38 +132,238 @@ FailureOr<Value> rewire::onnx_import::convolution(NodeContext &c, Value xv, Valu
 
 namespace {
 
-HandlerResult maxPool(NodeContext &c) {
-  auto x = c.tensorInput(0);
-  if (failed(x))
-    return failure();
-  auto xt = cast<RankedTensorType>(x->getType());
+/// The attributes every pooling op shares, checked.
+struct PoolSpec {
+  SmallVector<int64_t> kernel, strides, dilations, pads;
+  bool ceil = false;
+};
+
+FailureOr<PoolSpec> poolSpec(NodeContext &c, RankedTensorType xt) {
+  PoolSpec p;
   auto kernel = c.intsAttr("kernel_shape");
   if (!kernel)
     return c.error() << "the 'kernel_shape' attribute is required";
   if (xt.getRank() < 3 || kernel->size() != static_cast<size_t>(xt.getRank() - 2))
     return c.error() << "kernel_shape needs one entry per spatial dimension";
+  if (!xt.hasStaticShape())
+    return c.error() << "expects a static input, got " << xt;
   size_t k = kernel->size();
-  if (c.intAttrOr("ceil_mode", 0) != 0)
-    return c.error() << "ceil_mode = 1 is not supported";
-  if (c.intAttrOr("storage_order", 0) != 0)
-    return c.error() << "storage_order = 1 is not supported";
-  auto dilations =
-      c.intsAttr("dilations").value_or(SmallVector<int64_t>(k, 1));
-  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    return c.error() << "dilated pooling is not supported";
-  if (c.node.getNumResults() > 1 && !c.node.getResult(1).use_empty())
-    return c.error() << "the Indices output is not supported";
-  auto strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(k, 1));
-  if (strides.size() != k)
-    return c.error() << "strides need " << k << " entries";
-  auto pads = resolvePads(c, xt.getShape(), *kernel, strides, dilations);
+  p.kernel = *kernel;
+  p.strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(k, 1));
+  p.dilations = c.intsAttr("dilations").value_or(SmallVector<int64_t>(k, 1));
+  if (p.strides.size() != k || p.dilations.size() != k)
+    return c.error() << "strides and dilations need " << k << " entries";
+  for (size_t i = 0; i < k; ++i)
+    if (p.kernel[i] < 1 || p.strides[i] < 1 || p.dilations[i] < 1 || p.kernel[i] > 65536 ||
+        p.strides[i] > 65536 || p.dilations[i] > 65536)
+      return c.error() << "kernel sizes, strides and dilations must be in [1, 65536]";
+  auto pads = resolvePads(c, xt.getShape(), p.kernel, p.strides, p.dilations);
   if (failed(pads))
     return failure();
+  if (pads->size() != 2 * k || llvm::any_of(*pads, [](int64_t v) { return v < 0 || v > 65536; }))
+    return c.error() << "pads need " << 2 * k << " entries in [0, 65536]";
+  p.pads = *pads;
+  p.ceil = c.intAttrOr("ceil_mode", 0) != 0;
+  return p;
+}
+
+/// x[start : start + (n - 1) * step + 1 : step] along each spatial axis.
+Value strided(NodeContext &c, Value x, ArrayRef<int64_t> starts, ArrayRef<int64_t> counts,
+              ArrayRef<int64_t> steps) {
+  SmallVector<int64_t> axes, ends;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    axes.push_back(static_cast<int64_t>(i) + 2);
+    ends.push_back(starts[i] + (counts[i] - 1) * steps[i] + 1);
+  }
+  return make<nn::SliceOp>(c, {x},
+                           {c.b.getNamedAttr("starts", c.b.getDenseI64ArrayAttr(starts)),
+                            c.b.getNamedAttr("ends", c.b.getDenseI64ArrayAttr(ends)),
+                            c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+                            c.b.getNamedAttr("steps", c.b.getDenseI64ArrayAttr(steps))});
+}
+
+/// Max or average pooling of any rank, dilation and ceil_mode as one
+/// strided slice of the padded input per kernel tap, combined
+/// elementwise: max (with ONNX's flat argmax indices when `indices` is
+/// set; storage_order 1 counts the spatial dims column-major), or sum over
+/// a constant count of the taps inside the input (count_include_pad = 0)
+/// or inside input + pads (= 1). ONNX's ceil_mode drops a last window that
+/// starts in the end padding.
+HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
+                         bool countIncludePad, bool indices, bool columnMajor) {
+  auto xt = typeOf(x);
+  size_t k = p.kernel.size();
+  ArrayRef<int64_t> shape = xt.getShape();
+  SmallVector<int64_t> outs, padEnd;
+  int64_t taps = 1, outElems = 1;
+  for (size_t i = 0; i < k; ++i) {
+    int64_t in = shape[i + 2], pb = p.pads[i], pe = p.pads[i + k], s = p.strides[i];
+    int64_t ek = p.dilations[i] * (p.kernel[i] - 1) + 1, span = in + pb + pe - ek;
+    if (span < 0)
+      return c.error() << "the kernel (" << ek << " with dilation) is larger than the padded input ("
+                       << in + pb + pe << ") along spatial dim " << i;
+    int64_t out = (p.ceil ? (span + s - 1) / s : span / s) + 1;
+    if (p.ceil && (out - 1) * s >= in + pb)
+      --out;
+    outs.push_back(out);
+    padEnd.push_back(std::max<int64_t>(pe, (out - 1) * s + ek - in - pb));
+    taps *= p.kernel[i];
+    outElems *= out;
+  }
+  constexpr int64_t kMaxTaps = 4096;
+  if (taps > kMaxTaps)
+    return c.error() << "a window of " << taps << " taps is over the " << kMaxTaps
+                     << " this pooling path unrolls";
+  if (!fitsBuiltConstant(c, outElems, "the per-window constants of pooling"))
+    return failure();
+  Expr e{c};
+  Type elt = xt.getElementType();
+  // Pad with the identity of the reduction (lowest value for max, 0 for sum).
+  double fill = 0;
+  if (isMax) {
+    if (isa<FloatType>(elt))
+      fill = -INFINITY;
+    else if (elt.isUnsignedInteger())
+      fill = 0;
+    else
+      fill = -std::ldexp(1.0, elt.getIntOrFloatBitWidth() - 1);
+  }
+  Value y = x;
+  for (size_t i = 0; i < k; ++i) {
+    int64_t axis = static_cast<int64_t>(i) + 2;
+    SmallVector<Value> parts;
+    SmallVector<int64_t> side(typeOf(y).getShape());
+    if (p.pads[i] > 0) {
+      side[axis] = p.pads[i];
+      parts.push_back(splatConstant(c, RankedTensorType::get(side, elt), fill));
+    }
+    parts.push_back(y);
+    if (padEnd[i] > 0) {
+      side[axis] = padEnd[i];
+      parts.push_back(splatConstant(c, RankedTensorType::get(side, elt), fill));
+    }
+    y = e.concat(parts, axis);
+  }
+  // Spatial strides of the input for the flat indices.
+  SmallVector<int64_t> spatialStride(k, 1);
+  int64_t spatial = 1;
+  for (size_t i = 0; i < k; ++i)
+    spatial *= shape[i + 2];
+  if (columnMajor)
+    for (size_t i = 1; i < k; ++i)
+      spatialStride[i] = spatialStride[i - 1] * shape[i + 1];
+  else
+    for (size_t i = k - 1; i-- > 0;)
+      spatialStride[i] = spatialStride[i + 1] * shape[i + 3];
+  SmallVector<int64_t> outShape = {1, 1};
+  outShape.append(outs.begin(), outs.end());
+  Value acc, best;
+  SmallVector<int64_t> tap(k, 0), at(k, 0);
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t rem = t, i = static_cast<int64_t>(k) - 1; i >= 0; --i) {
+      tap[i] = rem % p.kernel[i];
+      rem /= p.kernel[i];
+    }
+    SmallVector<int64_t> starts;
+    for (size_t i = 0; i < k; ++i)
+      starts.push_back(tap[i] * p.dilations[i]);
+    Value v = strided(c, y, starts, outs, p.strides);
+    Value idx;
+    if (indices) {
+      // The flat input position of this tap at every output position
+      // (clamped in padding, which a real element always beats).
+      SmallVector<int64_t> flat;
+      for (int64_t o = 0; o < outElems; ++o) {
+        int64_t rem = o, f = 0;
+        for (int64_t i = static_cast<int64_t>(k) - 1; i >= 0; --i) {
+          at[i] = rem % outs[i];
+          rem /= outs[i];
+          int64_t pos = at[i] * p.strides[i] + tap[i] * p.dilations[i] - p.pads[i];
+          f += std::clamp<int64_t>(pos, 0, shape[i + 2] - 1) * spatialStride[i];
+        }
+        flat.push_back(f);
+      }
+      auto type = RankedTensorType::get(outShape, c.b.getI64Type());
+      idx = nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, flat));
+    }
+    if (!acc) {
+      acc = v;
+      best = idx;
+      continue;
+    }
+    if (!isMax) {
+      acc = e.add(acc, v);
+    } else if (indices) {
+      Value better = e.cmp(nn::ComparePredicate::gt, v, acc);
+      acc = e.where(better, v, acc);
+      best = e.where(better, idx, best);
+    } else {
+      acc = e.max(acc, v);
+    }
+    if (!acc)
+      return failure();
+  }
+  if (isMax) {
+    if (!indices)
+      return e.done(acc);
+    // + the offset of each (n, c) plane.
+    SmallVector<int64_t> planes;
+    for (int64_t nc = 0; nc < shape[0] * shape[1]; ++nc)
+      planes.push_back(nc * spatial);
+    SmallVector<int64_t> planeShape(xt.getRank(), 1);
+    planeShape[0] = shape[0];
+    planeShape[1] = shape[1];
+    auto pt = RankedTensorType::get(planeShape, c.b.getI64Type());
+    Value base = nn::ConstantOp::create(c.b, c.loc(), pt, DenseIntElementsAttr::get(pt, planes));
+    Value flatIdx = e.add(best, base);
+    if (!acc || !flatIdx)
+      return failure();
+    return SmallVector<Value>{acc, flatIdx};
+  }
+  // The divisor of each window: its taps inside the input (or the padded
+  // input), a product over the spatial dims.
+  SmallVector<double> count;
+  for (int64_t o = 0; o < outElems; ++o) {
+    int64_t rem = o;
+    double n = 1;
+    for (int64_t i = static_cast<int64_t>(k) - 1; i >= 0; --i) {
+      int64_t oi = rem % outs[i];
+      rem /= outs[i];
+      int64_t lo = countIncludePad ? -p.pads[i] : 0;
+      int64_t hi = shape[i + 2] + (countIncludePad ? p.pads[i + k] : 0);
+      int64_t inside = 0;
+      for (int64_t ti = 0; ti < p.kernel[i]; ++ti) {
+        int64_t pos = oi * p.strides[i] + ti * p.dilations[i] - p.pads[i];
+        inside += pos >= lo && pos < hi;
+      }
+      n *= double(inside);
+    }
+    count.push_back(n > 0 ? 1.0 / n : 0.0);
+  }
+  return e.done(e.mul(acc, floatsConstant(c, RankedTensorType::get(outShape, elt), count)));
+}
+
+HandlerResult maxPool(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto spec = poolSpec(c, xt);
+  if (failed(spec))
+    return failure();
+  int64_t order = c.intAttrOr("storage_order", 0);
+  if (order != 0 && order != 1)
+    return c.error() << "storage_order must be 0 or 1, got " << order;
+  bool indices = c.node.getNumResults() > 1;
+  bool simple = xt.getRank() == 4 && isa<FloatType>(xt.getElementType()) && !spec->ceil &&
+                !indices && llvm::all_of(spec->dilations, [](int64_t d) { return d == 1; });
+  if (!simple)
+    return windowPool(c, *x, *spec, /*isMax=*/true, false, indices, order == 1);
   return single(createInferred<nn::MaxPoolOp>(
       c, {*x},
-      {c.b.getNamedAttr("kernel_shape", c.b.getDenseI64ArrayAttr(*kernel)),
-       c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(strides)),
-       c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(*pads))}));
+      {c.b.getNamedAttr("kernel_shape", c.b.getDenseI64ArrayAttr(spec->kernel)),
+       c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(spec->strides)),
+       c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(spec->pads))}));
 }
 
 /// AveragePool (2-D) as a depthwise nn.conv with a constant 1/(kh kw)
@@ -173,24 +374,17 @@ HandlerResult averagePool(NodeContext &c) {
   if (failed(x))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  auto kernel = c.intsAttr("kernel_shape");
-  if (!kernel)
-    return c.error() << "the 'kernel_shape' attribute is required";
-  if (xt.getRank() != 4 || kernel->size() != 2 || !xt.hasStaticShape())
-    return c.error() << "only static 2-D pooling (NCHW input) is supported, got " << xt;
   if (!isa<FloatType>(xt.getElementType()))
     return c.error() << "expects a floating-point input";
-  if (c.intAttrOr("ceil_mode", 0) != 0)
-    return c.error() << "ceil_mode = 1 is not supported";
-  auto dilations = c.intsAttr("dilations").value_or(SmallVector<int64_t>(2, 1));
-  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    return c.error() << "dilated pooling is not supported";
-  auto strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(2, 1));
-  if (strides.size() != 2)
-    return c.error() << "strides need 2 entries";
-  auto pads = resolvePads(c, xt.getShape(), *kernel, strides, dilations);
-  if (failed(pads))
+  auto spec = poolSpec(c, xt);
+  if (failed(spec))
     return failure();
+  bool countIncludePad = c.intAttrOr("count_include_pad", 0) != 0;
+  if (xt.getRank() != 4 || spec->ceil ||
+      llvm::any_of(spec->dilations, [](int64_t d) { return d != 1; }))
+    return windowPool(c, *x, *spec, /*isMax=*/false, countIncludePad, false, false);
+  auto kernel = &spec->kernel, pads = &spec->pads;
+  auto &strides = spec->strides, &dilations = spec->dilations;
   int64_t kh = (*kernel)[0], kw = (*kernel)[1], ch = xt.getDimSize(1);
   if (kh < 1 || kw < 1 || kh * kw > 65536 || ch > 65536)
     return c.error() << "kernel " << kh << "x" << kw << " is out of range";
@@ -210,7 +404,7 @@ HandlerResult averagePool(NodeContext &c) {
   if (failed(conv))
     return failure();
   bool padded = llvm::any_of(*pads, [](int64_t p) { return p != 0; });
-  if (!padded || c.intAttrOr("count_include_pad", 0) != 0)
+  if (!padded || countIncludePad)
     return single(conv);
   auto out = cast<RankedTensorType>(conv->getType());
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);

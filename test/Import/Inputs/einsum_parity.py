@@ -5,17 +5,15 @@ rewire-compile and run on random inputs against numpy.einsum (float32;
     einsum_parity.py WORKDIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "utils"))
-import rewire_runtime as rr  # noqa: E402
 from onnx_graph import save  # noqa: E402
+from parity import check  # noqa: E402
 
 CASES = [
     ("ij,jk->ik", [(3, 4), (4, 5)]),
@@ -49,16 +47,7 @@ def main():
                     [helper.make_tensor_value_info(nm, TensorProto.FLOAT, list(s))
                      for nm, s in zip(names, shapes)],
                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(want.shape))])
-        art = os.path.join(work, "e%d.rwx" % n)
-        r = subprocess.run(["rewire-compile", path, "-o", art], capture_output=True, text=True)
-        if r.returncode != 0:
-            print("FAIL %s: compile exit %d: %s" % (eq, r.returncode, r.stderr.strip()[-300:]))
-            failed += 1
-            continue
-        (got,) = rr.Model(art).run("forward", *xs)
-        ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5)
-        print("%s %s -> %s" % ("ok  " if ok else "FAIL", eq, got.shape))
-        failed += not ok
+        failed += not check(eq, path, dict(zip(names, xs)), [want], rtol=1e-5, atol=1e-5)
     print("%d cases, %d failed" % (len(CASES), failed))
     return 1 if failed else 0
 

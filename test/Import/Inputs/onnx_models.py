@@ -234,9 +234,10 @@ M["layernorm_mean_used"] = lambda: model(
     [h.make_node("LayerNormalization", ["x", "g"], ["y", "mean"], name="ln"),
      h.make_node("Relu", ["mean"], ["z"], name="use")],
     [vi("x", [2, 8])], [vi("z", [2, 1])], [init("g", [8])])
-M["maxpool_ceil"] = lambda: model(
-    [h.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], ceil_mode=1)],
-    [vi("x", [1, 1, 5, 5])], [vi("y", [1, 1, 3, 3])])
+M["maxpool_big_kernel"] = lambda: model(
+    [h.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[4, 4], dilations=[2, 2],
+                 ceil_mode=1)],
+    [vi("x", [1, 1, 5, 5])], [vi("y", [1, 1, 1, 1])])
 M["shape_dynamic"] = lambda: model(
     [h.make_node("Shape", ["x"], ["y"], name="shape")], [vi("x", ["batch", 4])], [vi("y", [2], TP.INT64)])
 M["matmul_mismatch"] = lambda: model([h.make_node("MatMul", ["x", "w"], ["y"], name="mm")],

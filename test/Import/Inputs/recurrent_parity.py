@@ -8,7 +8,6 @@ rewire-compile and compared output by output with ONNX Runtime
     recurrent_parity.py WORKDIR
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -16,10 +15,9 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "utils"))
-import rewire_runtime as rr  # noqa: E402
 from onnx_graph import save  # noqa: E402
+from parity import check  # noqa: E402
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 
@@ -113,20 +111,7 @@ def main():
         feeds = build(path, op, attrs, extras, np.random.default_rng(n))
         label = "%s %s %s" % (op, attrs, extras)
         want = reference(path, op, attrs, extras, feeds, work, n)
-        art = os.path.join(work, "r%d.rwx" % n)
-        r = subprocess.run(["rewire-compile", path, "-o", art], capture_output=True, text=True)
-        if r.returncode != 0:
-            print("FAIL %s: compile exit %d: %s" % (label, r.returncode, r.stderr.strip()[-400:]))
-            failed += 1
-            continue
-        model = rr.Model(art)
-        in_names, _ = model.names("forward")
-        got = model.run("forward", *[feeds[k] for k in in_names])
-        errs = [float(np.max(np.abs(g - w))) if g.shape == w.shape else float("inf")
-                for g, w in zip(got, want)]
-        ok = all(g.shape == w.shape and np.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
-        print("%s %s: max |diff| %s" % ("ok  " if ok else "FAIL", label, " ".join("%.1e" % x for x in errs)))
-        failed += not ok
+        failed += not check(label, path, feeds, want)
     print("%d cases, %d failed" % (len(CASES), failed))
     return 1 if failed else 0
 
