@@ -19,7 +19,8 @@ initializers from test_data_set_0 before compiling, as an exporter with
 static shapes would have written them. The table says so per op.
 
 Tolerance: |got - want| <= 1e-5 + 1e-4 |want| (fp32; the compiled code uses
-polynomial approximations of exp/tanh/erf at -O2). Exit code 0 unless the
+polynomial approximations of exp/tanh/erf at -O2); outputs in f16 1e-3 +
+1e-3 |want|, in bf16 1e-2 + 1e-2 |want| (their own precision). Exit code 0 unless the
 harness itself fails; failures are data, reported in the table.
 """
 import argparse
@@ -102,6 +103,21 @@ def freeze_shape_inputs(test_dir, model, work):
     return path, len(fold)
 
 
+def to_bf16_bits(x):
+    """float32 values (exactly representable in bf16) as bf16 bit patterns."""
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(b):
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
+# (atol, rtol) per output type: fp32/fp64 as stated above; the half-precision
+# types compute in half precision, so their rounding is that of their 11
+# (f16) or 8 (bf16) significant bits.
+TOLERANCE = {"f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2)}
+
+
 def first_line(text):
     for line in text.splitlines():
         if "error:" in line:
@@ -142,24 +158,44 @@ def run_test_unchecked(test_dir, work):
         wants = [load_tensor(p) for p in sorted(glob.glob(os.path.join(ds, "output_*.pb")))]
         # Initializer inputs are parameters, not runtime inputs.
         inputs = inputs[:len(ins)] if len(inputs) > len(ins) else inputs
+        # bf16 travels as raw bits; onnx's numpy_helper reads it as float32.
+        inputs = [to_bf16_bits(x) if i < len(ins) and ins[i][0] == "bf16" and x.dtype == np.float32 else x
+                  for i, x in enumerate(inputs)]
         try:
             got = m.run("forward", *inputs)
         except rewire_runtime.RewireError as e:
             return op, "fail", "run: %s" % e
+        got = [from_bf16_bits(g) if outs[i][0] == "bf16" else g for i, g in enumerate(got)]
         if len(got) != len(wants):
             return op, "fail", "%d outputs, expected %d" % (len(got), len(wants))
-        for g, w in zip(got, wants):
+        for k, (g, w) in enumerate(zip(got, wants)):
             if g.shape != w.shape:
                 return op, "fail", "output shape %s, expected %s" % (g.shape, w.shape)
             if w.dtype.kind in "fc":
                 g64, w64 = g.astype(np.float64), w.astype(np.float64)
+                atol, rtol = TOLERANCE.get(outs[k][0], (1e-5, 1e-4))
                 with np.errstate(invalid="ignore"):
-                    bad = ~((np.abs(g64 - w64) <= 1e-5 + 1e-4 * np.abs(w64)) | (g64 == w64) | (np.isnan(g64) & np.isnan(w64)))
+                    bad = ~((np.abs(g64 - w64) <= atol + rtol * np.abs(w64)) | (g64 == w64) | (np.isnan(g64) & np.isnan(w64)))
                 if bad.any():
                     return op, "fail", "values differ (max abs %.2e)" % np.nanmax(np.abs(g64 - w64))
             elif not np.array_equal(g, w):
                 return op, "fail", "values differ"
     return op, "pass", ""
+
+
+def onnx_wheel_tests(version):
+    """The node tests of PyPI onnx `version`, generated once into build/."""
+    out = os.path.join(BUILD, "onnx-node-tests-" + version)
+    if glob.glob(os.path.join(out, "test_*")):
+        return out
+    venv = os.path.join(BUILD, "onnx-venv-" + version)
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "onnx==" + version, "numpy"],
+                       check=True)
+    subprocess.run([py, os.path.join(ROOT, "scripts", "onnx-node-tests.py"), out], check=True)
+    return out
 
 
 def main():
@@ -169,11 +205,21 @@ def main():
     ap.add_argument("--ops", default="")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--failures", action="store_true", help="print each failing test and why")
+    ap.add_argument("--data", default=DATA,
+                    help="node-test folder (default: Debian's libonnx-testdata); see --onnx-wheel")
+    ap.add_argument("--onnx-wheel", metavar="VERSION", default="",
+                    help="run the node tests of this PyPI onnx version instead (generated into "
+                         "build/onnx-node-tests-VERSION through build/onnx-venv-VERSION)")
     a = ap.parse_args()
+    data = a.data
+    source = "Debian's `libonnx-testdata`"
+    if a.onnx_wheel:
+        data = onnx_wheel_tests(a.onnx_wheel)
+        source = "the PyPI `onnx` %s wheel's generators (`scripts/onnx-node-tests.py`)" % a.onnx_wheel
     wanted = set(a.ops.split(",")) if a.ops else None
     tests, unsupported = [], collections.Counter()
     per_op = collections.Counter()
-    for d in sorted(glob.glob(os.path.join(DATA, "test_*"))):
+    for d in sorted(glob.glob(os.path.join(data, "test_*"))):
         try:
             model = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
         except Exception:  # noqa: BLE001 - a corrupt test model is counted
@@ -206,12 +252,13 @@ def main():
                     print("FAIL %s [%s]: %s" % (name, op, why))
     total_pass = sum(s == "pass" for rs in results.values() for _, s, _ in rs)
     total = sum(len(rs) for rs in results.values())
-    n_all = len(glob.glob(os.path.join(DATA, "test_*")))
+    n_all = len(glob.glob(os.path.join(data, "test_*")))
     lines = ["# ONNX backend node-test conformance", "",
-             "Generated by `scripts/conformance.py` from Debian's `libonnx-testdata` "
+             "Generated by `scripts/conformance.py` from %s "
              "(%d node tests). Each test's model is compiled with `rewire-compile` and every "
              "`test_data_set_*` is run by the runtime; outputs must match to "
-             "|got - want| <= 1e-5 + 1e-4 |want|." % len(glob.glob(os.path.join(DATA, "test_*"))), "",
+             "|got - want| <= 1e-5 + 1e-4 |want| (f16: 1e-3 + 1e-3 |want|; bf16: 1e-2 + 1e-2 |want|)."
+             % (source, n_all), "",
              "**All node tests: %d of %d pass (%.1f %%); of those whose ops Rewire imports: %d of %d.**" % (
                  total_pass, n_all, 100.0 * total_pass / max(n_all, 1), total_pass, total), "",
              "| op | tests | passed | failed | why (first failures) |", "|---|---|---|---|---|"]

@@ -243,6 +243,8 @@ HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
       parts.push_back(splatConstant(c, RankedTensorType::get(side, elt), fill));
     }
     y = e.concat(parts, axis);
+    if (!y)
+      return failure();
   }
   // Spatial strides of the input for the flat indices.
   SmallVector<int64_t> spatialStride(k, 1);
@@ -551,11 +553,11 @@ HandlerResult globalAveragePool(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Conv", 1, 21, conv},
-    {"MaxPool", 8, 21, maxPool},
-    {"GlobalAveragePool", 1, 21, globalAveragePool},
-    {"AveragePool", 7, 21, averagePool},
-    {"ConvTranspose", 11, 21, convTranspose},
+    {"Conv", 1, 28, conv},
+    {"MaxPool", 8, 28, maxPool},
+    {"GlobalAveragePool", 1, 28, globalAveragePool},
+    {"AveragePool", 7, 28, averagePool},
+    {"ConvTranspose", 11, 28, convTranspose},
 };
 
 } // namespace

@@ -225,7 +225,7 @@ HandlerResult einsum(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Einsum", 12, 21, einsum},
+    {"Einsum", 12, 28, einsum},
 };
 
 } // namespace

@@ -884,19 +884,19 @@ HandlerResult resize(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Resize", 10, 21, resize},
+    {"Resize", 10, 28, resize},
     {"Upsample", 7, 9, resize},
-    {"ArgMax", 11, 21, argReduce},
-    {"TopK", 1, 21, topK},
-    {"ArgMin", 11, 21, argReduce},
-    {"Hardmax", 11, 21, hardmax},
-    {"OneHot", 11, 21, oneHot},
-    {"GatherND", 12, 21, gatherND},
-    {"GatherElements", 11, 21, gatherElements},
-    {"ScatterND", 11, 21, scatterND},
-    {"ScatterElements", 11, 21, scatterElements},
+    {"ArgMax", 11, 28, argReduce},
+    {"TopK", 1, 28, topK},
+    {"ArgMin", 11, 28, argReduce},
+    {"Hardmax", 11, 28, hardmax},
+    {"OneHot", 11, 28, oneHot},
+    {"GatherND", 12, 28, gatherND},
+    {"GatherElements", 11, 28, gatherElements},
+    {"ScatterND", 11, 28, scatterND},
+    {"ScatterElements", 11, 28, scatterElements},
     {"Scatter", 9, 10, scatterElements},
-    {"Pad", 11, 21, pad},
+    {"Pad", 11, 28, pad},
 };
 
 } // namespace

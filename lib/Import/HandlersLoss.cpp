@@ -105,8 +105,8 @@ HandlerResult softmaxCrossEntropy(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"NegativeLogLikelihoodLoss", 12, 21, nllLoss},
-    {"SoftmaxCrossEntropyLoss", 12, 21, softmaxCrossEntropy},
+    {"NegativeLogLikelihoodLoss", 12, 28, nllLoss},
+    {"SoftmaxCrossEntropyLoss", 12, 28, softmaxCrossEntropy},
 };
 
 } // namespace

@@ -60,10 +60,18 @@ Value quantizeTo(Expr &e, Value y, Value zpFloat, IntegerType target) {
   return e.cast(q, target);
 }
 
-/// The quantized element type: the zero point's, uint8 without one.
+/// The quantized element type: the zero point's; without one, the
+/// output_dtype attribute's (opset 21), else uint8.
 FailureOr<IntegerType> quantizedType(NodeContext &c, Value zp) {
-  if (!zp)
-    return IntegerType::get(c.b.getContext(), 8, IntegerType::Unsigned);
+  if (!zp) {
+    int64_t dt = c.intAttrOr("output_dtype", 0);
+    if (dt == 0)
+      return IntegerType::get(c.b.getContext(), 8, IntegerType::Unsigned);
+    auto t = dyn_cast_or_null<IntegerType>(elementTypeOf(c.b.getContext(), static_cast<int32_t>(dt)));
+    if (!t || t.getWidth() == 1 || t.getWidth() > 32)
+      return c.error() << "output_dtype " << dt << " is not an 8, 16 or 32-bit integer type";
+    return t;
+  }
   auto t = dyn_cast<IntegerType>(typeOf(zp).getElementType());
   if (!t || t.getWidth() == 1 || t.getWidth() > 32)
     return c.error() << "the zero point must be an 8, 16 or 32-bit integer, got " << zp.getType();
@@ -131,7 +139,15 @@ HandlerResult dequantizeLinear(NodeContext &c) {
   auto s = alongAxis(c, e, *scale, axis, rank, channels, "x_scale");
   if (failed(s))
     return failure();
-  return e.done(e.mul(e.cast(q, f), *s));
+  Value y = e.mul(e.cast(q, f), *s);
+  // output_dtype (opset 23): the result's float type, the scale's by default.
+  if (int64_t dt = c.intAttrOr("output_dtype", 0)) {
+    Type out = elementTypeOf(c.b.getContext(), static_cast<int32_t>(dt));
+    if (!out || !isa<FloatType>(out))
+      return c.error() << "output_dtype " << dt << " is not a float type Rewire supports";
+    y = e.cast(y, out);
+  }
+  return e.done(y);
 }
 
 /// y_scale = (max(0, max x) - min(0, min x)) / 255, y_zero_point =
@@ -213,7 +229,8 @@ HandlerResult matMulInteger(NodeContext &c) {
                        acc ? typeOf(acc).getShape().back() : 1, "b_scale");
   if (failed(bsv) || !acc)
     return failure();
-  Value m = e.div(e.mul(e.reshape(*as, {}), *bsv), e.reshape(*ys, {}));
+  Value m = e.div(e.mul(e.cast(e.reshape(*as, {}), f32), e.cast(*bsv, f32)),
+                  e.cast(e.reshape(*ys, {}), f32));
   Value y = e.mul(e.cast(acc, f32), m);
   return e.done(quantizeTo(e, y, yzp ? e.cast(e.reshape(yzp, {}), f32) : Value(), *target));
 }
@@ -256,19 +273,20 @@ HandlerResult convInteger(NodeContext &c) {
   auto wsv = alongAxis(c, e, *ws, 1, rank, wt.getDimSize(0), "w_scale");
   if (failed(wsv))
     return failure();
-  Value m = e.div(e.mul(e.reshape(*xs, {}), *wsv), e.reshape(*ys, {}));
+  Value m = e.div(e.mul(e.cast(e.reshape(*xs, {}), f32), e.cast(*wsv, f32)),
+                  e.cast(e.reshape(*ys, {}), f32));
   Value y = e.mul(e.cast(*acc, f32), m);
   return e.done(quantizeTo(e, y, yzp ? e.cast(e.reshape(yzp, {}), f32) : Value(), *target));
 }
 
 const Handler kHandlers[] = {
-    {"QuantizeLinear", 10, 21, quantizeLinear},
-    {"DequantizeLinear", 10, 21, dequantizeLinear},
-    {"DynamicQuantizeLinear", 11, 21, dynamicQuantizeLinear},
-    {"MatMulInteger", 10, 21, matMulInteger},
-    {"QLinearMatMul", 10, 21, matMulInteger},
-    {"ConvInteger", 10, 21, convInteger},
-    {"QLinearConv", 10, 21, convInteger},
+    {"QuantizeLinear", 10, 28, quantizeLinear},
+    {"DequantizeLinear", 10, 28, dequantizeLinear},
+    {"DynamicQuantizeLinear", 11, 28, dynamicQuantizeLinear},
+    {"MatMulInteger", 10, 28, matMulInteger},
+    {"QLinearMatMul", 10, 28, matMulInteger},
+    {"ConvInteger", 10, 28, convInteger},
+    {"QLinearConv", 10, 28, convInteger},
 };
 
 } // namespace

@@ -108,6 +108,8 @@ HandlerResult recurrent(NodeContext &c) {
   Expr e{c};
   // [seq, batch, in] whatever the layout.
   Value xs = layout ? e.transpose(*x, {1, 0, 2}) : *x;
+  if (!xs)
+    return failure();
   int64_t seq = typeOf(xs).getDimSize(0), batch = typeOf(xs).getDimSize(1),
           in = typeOf(xs).getDimSize(2);
   if (wt.getRank() != 3 || wt.getDimSize(0) != dirs || wt.getDimSize(1) % gates ||
@@ -171,7 +173,7 @@ HandlerResult recurrent(NodeContext &c) {
     Value rT = e.transpose(rd, {1, 0});
     // Gate k's columns [k*h, (k+1)*h) of a [.., G*h] value.
     auto gate = [&](Value v, int64_t k) {
-      return e.slice(v, typeOf(v).getRank() - 1, k * hidden, (k + 1) * hidden);
+      return v ? e.slice(v, typeOf(v).getRank() - 1, k * hidden, (k + 1) * hidden) : Value();
     };
     // X W^T + Wb (+ Rb, except GRU's h gate when the reset multiplies it).
     Value xw = e.matmul(xs, e.transpose(wd, {1, 0}));
@@ -264,9 +266,9 @@ HandlerResult recurrent(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"RNN", 7, 21, recurrent},
-    {"GRU", 7, 21, recurrent},
-    {"LSTM", 7, 21, recurrent},
+    {"RNN", 7, 28, recurrent},
+    {"GRU", 7, 28, recurrent},
+    {"LSTM", 7, 28, recurrent},
 };
 
 } // namespace

@@ -425,19 +425,19 @@ HandlerResult castLike(NodeContext &c) {
 }
 
 const Handler kHandlers[] = {
-    {"Size", 1, 21, size},
-    {"CastLike", 15, 21, castLike},
-    {"Reshape", 5, 21, reshape},
-    {"Flatten", 1, 21, flatten},
-    {"Transpose", 1, 21, transpose},
-    {"Concat", 4, 21, concat},
-    {"Split", 2, 21, split},
-    {"Slice", 10, 21, slice},
-    {"Gather", 1, 21, gather},
-    {"Unsqueeze", 1, 21, reshapeAxes<nn::UnsqueezeOp>},
-    {"Squeeze", 1, 21, reshapeAxes<nn::SqueezeOp>},
-    {"Shape", 1, 21, shape},
-    {"Cast", 6, 21, castOp},
+    {"Size", 1, 28, size},
+    {"CastLike", 15, 28, castLike},
+    {"Reshape", 5, 28, reshape},
+    {"Flatten", 1, 28, flatten},
+    {"Transpose", 1, 28, transpose},
+    {"Concat", 4, 28, concat},
+    {"Split", 2, 28, split},
+    {"Slice", 10, 28, slice},
+    {"Gather", 1, 28, gather},
+    {"Unsqueeze", 1, 28, reshapeAxes<nn::UnsqueezeOp>},
+    {"Squeeze", 1, 28, reshapeAxes<nn::SqueezeOp>},
+    {"Shape", 1, 28, shape},
+    {"Cast", 6, 28, castOp},
 };
 
 } // namespace

@@ -67,7 +67,10 @@ struct Expr {
     return nn::CastOp::create(c.b, c.loc(), RankedTensorType::get(typeOf(x).getShape(), elt), x)
         .getResult();
   }
-  Value num(Value like, double v) { return scalarConstant(c, typeOf(like).getElementType(), v); }
+  /// A rank-0 constant `v` of `like`'s element type (null when `like` is).
+  Value num(Value like, double v) {
+    return like ? scalarConstant(c, typeOf(like).getElementType(), v) : Value();
+  }
   template <typename OpTy>
   Value reduce(Value x, ArrayRef<int64_t> axes, bool keepdims = true) {
     return make<OpTy>(c, {x},

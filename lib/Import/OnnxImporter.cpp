@@ -195,13 +195,14 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
                                              convHandlers(), logicHandlers(),
                                              indexingHandlers(), activationHandlers(),
                                              lossHandlers(), quantizeHandlers(),
-                                             einsumHandlers(), recurrentHandlers()};
+                                             einsumHandlers(), recurrentHandlers(),
+                                             attentionHandlers()};
   return tables;
 }
 
 std::vector<rewire::onnx_import::SupportedOp> rewire::onnx_import::supportedOps() {
   // Constant is imported before dispatch (a tensor, like an initializer).
-  std::vector<SupportedOp> ops = {{"Constant", 1, 21}};
+  std::vector<SupportedOp> ops = {{"Constant", 1, 28}};
   for (ArrayRef<Handler> table : allTables())
     for (const Handler &h : table)
       ops.push_back({h.opType, h.minOpset, h.maxOpset});
@@ -252,7 +253,7 @@ bool rewire::onnx_import::hasAnyHandler(StringRef opType) {
 namespace {
 
 constexpr int64_t kMinOpset = 1;
-constexpr int64_t kMaxOpset = 21;
+constexpr int64_t kMaxOpset = 28;
 /// Integer initializers larger than this become parameters, not constants.
 constexpr int64_t kMaxIntConstantElements = 4096;
 /// Float initializers up to this size keep their values for the handlers

@@ -146,6 +146,7 @@ llvm::ArrayRef<Handler> lossHandlers();
 llvm::ArrayRef<Handler> quantizeHandlers();
 llvm::ArrayRef<Handler> einsumHandlers();
 llvm::ArrayRef<Handler> recurrentHandlers();
+llvm::ArrayRef<Handler> attentionHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);

@@ -98,6 +98,10 @@ struct ConcatLowering : OpConversionPattern<nn::ConcatOp> {
     int64_t at = 0;
     for (Value in : a.getInputs()) {
       auto t = cast<RankedTensorType>(in.getType());
+      // An empty part adds nothing (and its offset may be the axis' end,
+      // which insert_slice rejects).
+      if (t.getNumElements() == 0)
+        continue;
       SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
       offsets[axis] = at;
       out = tensor::InsertSliceOp::create(rw, loc, in, out, ValueRange{}, ValueRange{},

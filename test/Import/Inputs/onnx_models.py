@@ -180,7 +180,7 @@ M["gelu_old_opset"] = lambda: unary("Gelu", opset=17)
 M["opset_5_add"] = lambda: model([h.make_node("Add", ["x", "x"], ["y"], name="n0")],
                                  [vi("x", [2, 3])], [vi("y", [2, 3])], opset=5)
 M["opset_12"] = lambda: unary("Relu", opset=12)
-M["opset_22"] = lambda: unary("Relu", opset=22)
+M["opset_29"] = lambda: unary("Relu", opset=29)
 M["no_default_opset"] = lambda: (lambda m: (m.opset_import.pop(0), m)[1])(
     model([h.make_node("Relu", ["x"], ["y"], name="n0")], [vi("x", [2])], [vi("y", [2])],
           extra_opsets=[("com.example", 1)]))
