@@ -64,7 +64,7 @@ def load_tensor(path):
 
 # (op, input index) pairs that carry shapes: folded into initializers.
 SHAPE_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1},
-                "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
+                "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
                 "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1}, "ReduceLogSum": {1},
                 "ReduceLogSumExp": {1}, "Split": {1}, "Expand": {1}, "Tile": {1}, "Pad": {1, 2, 3},
                 "CumSum": {1}, "Trilu": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},

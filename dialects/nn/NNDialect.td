@@ -98,6 +98,8 @@ def NN_Tensor : RankedTensorOf<[AnyType]>;
 def NN_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def NN_IndexTensor : RankedTensorOf<[I32, I64]>;
 def NN_BoolTensor : RankedTensorOf<[I1]>;
+def NN_BitsTensor : RankedTensorOf<[AnyInteger]>;
+def NN_NumericTensor : RankedTensorOf<[AnyFloat, AnyInteger]>;
 
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic, traits>;

@@ -128,31 +128,33 @@ def NN_CompareOp : NN_InferOp<"compare"> {
 }
 
 def NN_LogicalOp : NN_InferOp<"logical"> {
-  let summary = "elementwise and / or / xor of booleans with broadcasting";
+  let summary = "elementwise and / or / xor with broadcasting: logical on i1, bitwise on integers";
   let description = [{
-    ONNX And, Or and Xor on i1 tensors that broadcast NumPy-style.
+    ONNX And, Or and Xor on i1 tensors, and BitwiseAnd, BitwiseOr and
+    BitwiseXor on integer tensors, broadcasting NumPy-style. Both operands
+    have one element type, which the result has.
 
     Example:
     ```mlir
     %m = nn.logical and %causal, %padding : (tensor<8x8xi1>, tensor<2x1x1x8xi1>) -> tensor<2x1x8x8xi1>
     ```
   }];
-  let arguments = (ins NN_LogicalKind:$kind, NN_BoolTensor:$lhs, NN_BoolTensor:$rhs);
-  let results = (outs NN_BoolTensor:$result);
+  let arguments = (ins NN_LogicalKind:$kind, NN_BitsTensor:$lhs, NN_BitsTensor:$rhs);
+  let results = (outs NN_BitsTensor:$result);
   let assemblyFormat =
       "$kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
 def NN_NotOp : NN_Op<"not", [Pure, Elementwise, SameOperandsAndResultType]> {
-  let summary = "elementwise boolean negation (ONNX Not)";
+  let summary = "elementwise negation: logical on i1 (ONNX Not), bitwise on integers (BitwiseNot)";
   let description = [{
     Example:
     ```mlir
     %y = nn.not %mask : tensor<2x8xi1>
     ```
   }];
-  let arguments = (ins NN_BoolTensor:$x);
-  let results = (outs NN_BoolTensor:$result);
+  let arguments = (ins NN_BitsTensor:$x);
+  let results = (outs NN_BitsTensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
@@ -355,7 +357,8 @@ def NN_BatchNormOp : NN_Op<"batch_norm", [Pure, AllTypesMatch<["x", "result"]>,
   let hasVerifier = 1;
 }
 
-class NN_ReduceOp<string mnemonic, string what> : NN_InferOp<mnemonic> {
+class NN_ReduceOp<string mnemonic, string what, Type tensor = NN_FloatTensor>
+    : NN_InferOp<mnemonic> {
   let summary = what # " over axes (ONNX Reduce" # what # ")";
   let description = [{
     Reduces over `axes` (all axes when empty), keeping them as size-1
@@ -367,10 +370,10 @@ class NN_ReduceOp<string mnemonic, string what> : NN_InferOp<mnemonic> {
     %m = nn.}] # mnemonic # [{ %x {axes = array<i64: -1>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$x,
+  let arguments = (ins tensor:$x,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs tensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
   let extraClassDefinition = !strconcat(RefinableReturnTypes, [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
@@ -388,10 +391,12 @@ class NN_ReduceOp<string mnemonic, string what> : NN_InferOp<mnemonic> {
 }
 
 def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean">;
-def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum">;
-def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "Max">;
-def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "Min">;
-def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "Prod">;
+// Sum, max, min and product also take integers (and i1: max is any, min
+// all); integer sums and products wrap.
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum", NN_NumericTensor>;
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "Max", NN_NumericTensor>;
+def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "Min", NN_NumericTensor>;
+def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "Prod", NN_NumericTensor>;
 
 //===----------------------------------------------------------------------===//
 // Shape manipulation

@@ -10,6 +10,7 @@
 
 #include "rewire/Support/Shape.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
@@ -676,8 +677,13 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
 
 LogicalResult LogicalOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  return inferBoolBroadcast(ctx, loc, getOperationName(), adaptor.getLhs().getType(),
-                            adaptor.getRhs().getType(), types);
+  Type lhs = getElementTypeOrSelf(adaptor.getLhs().getType());
+  if (lhs != getElementTypeOrSelf(adaptor.getRhs().getType()))
+    return emitOptionalError(loc, getOperationName(), ": operands have element types ", lhs,
+                             " and ", getElementTypeOrSelf(adaptor.getRhs().getType()),
+                             "; expected one type");
+  return inferBroadcast(loc, getOperationName(), {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+                        types);
 }
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,

@@ -74,7 +74,8 @@ LogicalResult specOf(Operation *where, Type type, std::string name, StringRef ro
   if (tensor.getNumElements() == 0)
     return where->emitError() << "rewire-compile: " << role << " '" << name << "' has type "
                               << type << " with no elements; entry points with empty "
-                              << "tensors are not supported";
+                              << "tensors are not supported (MLIR's bare-pointer calling "
+                                 "convention has no form for them)";
   spec.name = std::move(name);
   spec.dtype = *dtype;
   spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());

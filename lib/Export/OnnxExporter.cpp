@@ -431,7 +431,10 @@ LogicalResult Exporter::exportOp(Operation *op) {
       })
       .Case([&](nn::MaxOp) { simple("Max"); return success(); })
       .Case([&](nn::MinOp) { simple("Min"); return success(); })
-      .Case([&](nn::NotOp) { simple("Not"); return success(); })
+      .Case([&](nn::NotOp n) {
+        simple(n.getType().getElementType().isInteger(1) ? "Not" : "BitwiseNot");
+        return success();
+      })
       .Case([&](nn::CumSumOp cs) {
         onnx::NodeProto *n = b.node(
             "CumSum", {in(0), b.constI64({static_cast<int64_t>(cs.getAxis())}, /*scalar=*/true)},
@@ -443,10 +446,11 @@ LogicalResult Exporter::exportOp(Operation *op) {
         return success();
       })
       .Case([&](nn::LogicalOp l) {
+        bool bits = !l.getType().getElementType().isInteger(1);
         switch (l.getKind()) {
-        case nn::LogicalKind::and_: simple("And"); break;
-        case nn::LogicalKind::or_: simple("Or"); break;
-        case nn::LogicalKind::xor_: simple("Xor"); break;
+        case nn::LogicalKind::and_: simple(bits ? "BitwiseAnd" : "And"); break;
+        case nn::LogicalKind::or_: simple(bits ? "BitwiseOr" : "Or"); break;
+        case nn::LogicalKind::xor_: simple(bits ? "BitwiseXor" : "Xor"); break;
         }
         return success();
       })

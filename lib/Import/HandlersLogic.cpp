@@ -197,6 +197,41 @@ HandlerResult logical(NodeContext &c) {
       c, {*lhs, *rhs}, {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(Kind))}));
 }
 
+/// BitwiseAnd/Or/Xor: nn.logical on integer tensors (folded when constant).
+template <nn::LogicalKind Kind>
+HandlerResult bitwise(NodeContext &c) {
+  auto lhs = c.tensorInput(0), rhs = c.tensorInput(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  Type elt = typeOf(*lhs).getElementType();
+  if (!isa<IntegerType>(elt) || elt.isInteger(1) || typeOf(*rhs).getElementType() != elt)
+    return c.error() << "expects two integer tensors of one type, got " << lhs->getType() << " and "
+                     << rhs->getType();
+  FailureOr<Value> folded = foldElementwise(
+      c, {*lhs, *rhs}, elt, [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+        switch (Kind) {
+        case nn::LogicalKind::and_: return a[0] & a[1];
+        case nn::LogicalKind::or_: return a[0] | a[1];
+        case nn::LogicalKind::xor_: return a[0] ^ a[1];
+        }
+        return std::nullopt;
+      });
+  if (failed(folded) || *folded)
+    return single(folded);
+  return single(createInferred<nn::LogicalOp>(
+      c, {*lhs, *rhs}, {c.b.getNamedAttr("kind", c.b.getAttr<nn::LogicalKindAttr>(Kind))}));
+}
+
+HandlerResult bitwiseNot(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  Type elt = typeOf(*x).getElementType();
+  if (!isa<IntegerType>(elt) || elt.isInteger(1))
+    return c.error() << "expects an integer input, got " << x->getType();
+  return SmallVector<Value>{nn::NotOp::create(c.b, c.loc(), *x)};
+}
+
 HandlerResult notOp(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -359,27 +394,44 @@ HandlerResult mod(NodeContext &c) {
   return e.done(r);
 }
 
-/// BitShift(x, y) on unsigned integers: x * 2^y (LEFT; a shift of the width
-/// or more wraps 2^y to 0, so the result is 0) or x / 2^min(y, w - 1), 0
-/// where y >= w (RIGHT). nn.pow on integers multiplies with wraparound.
+/// BitShift(x, y): LEFT is x * 2^y (wrapping); RIGHT is x / 2^y, logical
+/// for unsigned x, arithmetic (rounding toward -inf) for signed x (opset
+/// 28). A shift outside [0, width) leaves what the sign extension alone
+/// gives: -1 for a right shift of a negative x, else 0. nn.pow on
+/// integers multiplies with wraparound.
 HandlerResult bitShift(NodeContext &c) {
   auto x = c.tensorInput(0), y = c.tensorInput(1);
   if (failed(x) || failed(y))
     return failure();
   auto elt = dyn_cast<IntegerType>(typeOf(*x).getElementType());
-  if (!elt || !elt.isUnsigned() || typeOf(*y).getElementType() != elt)
-    return c.error() << "expects two tensors of one unsigned integer type, got " << x->getType()
-                     << " and " << y->getType();
+  if (!elt || elt.getWidth() == 1 || typeOf(*y).getElementType() != elt ||
+      (!elt.isUnsigned() && c.opset() < 28))
+    return c.error() << "expects two tensors of one " << (c.opset() < 28 ? "unsigned " : "")
+                     << "integer type, got " << x->getType() << " and " << y->getType();
   std::string direction = c.stringAttr("direction").value_or("");
   if (direction != "LEFT" && direction != "RIGHT")
     return c.error() << "direction must be LEFT or RIGHT, got '" << direction << "'";
   Expr e{c};
   double width = elt.getWidth();
-  Value two = e.num(*x, 2);
+  bool isSigned = !elt.isUnsigned();
+  Value zero = e.num(*x, 0), two = e.num(*x, 2);
+  Value outside = e.cmp(nn::ComparePredicate::ge, *y, e.num(*y, width));
+  if (isSigned)
+    outside = e.logical(nn::LogicalKind::or_, outside, e.cmp(nn::ComparePredicate::lt, *y, zero));
+  Value shift = e.where(outside, e.num(*y, 0), *y);
+  Value p = e.pow(two, shift);
   if (direction == "LEFT")
-    return e.done(e.mul(*x, e.pow(two, *y)));
-  Value q = e.div(*x, e.pow(two, e.min(*y, e.num(*y, width - 1))));
-  return e.done(e.where(e.cmp(nn::ComparePredicate::ge, *y, e.num(*y, width)), e.num(*x, 0), q));
+    return e.done(e.where(outside, zero, e.mul(*x, p)));
+  Value q = e.div(*x, p);
+  Value fill = zero;
+  if (isSigned) {
+    // Truncation toward zero, moved down for a negative x with a remainder.
+    Value negative = e.cmp(nn::ComparePredicate::lt, *x, zero);
+    Value inexact = e.cmp(nn::ComparePredicate::ne, e.mul(q, p), *x);
+    q = e.where(e.logical(nn::LogicalKind::and_, negative, inexact), e.sub(q, e.num(*x, 1)), q);
+    fill = e.where(negative, e.num(*x, -1), zero);
+  }
+  return e.done(e.where(outside, fill, q));
 }
 
 //===----------------------------------------------------------------------===//
@@ -774,6 +826,10 @@ const Handler kHandlers[] = {
     {"Or", 7, 28, logical<nn::LogicalKind::or_>},
     {"Xor", 7, 28, logical<nn::LogicalKind::xor_>},
     {"Not", 1, 28, notOp},
+    {"BitwiseAnd", 18, 28, bitwise<nn::LogicalKind::and_>},
+    {"BitwiseOr", 18, 28, bitwise<nn::LogicalKind::or_>},
+    {"BitwiseXor", 18, 28, bitwise<nn::LogicalKind::xor_>},
+    {"BitwiseNot", 18, 28, bitwiseNot},
     {"Where", 9, 28, where},
     {"Max", 8, 28, extremum<nn::MaxOp>},
     {"Min", 8, 28, extremum<nn::MinOp>},

@@ -228,11 +228,23 @@ HandlerResult dropout(NodeContext &c) {
   return out;
 }
 
+/// MatMul with NumPy's 1-D rules: a 1-D lhs is a row [1, K] and a 1-D rhs a
+/// column [K, 1], their unit dims dropped from the result.
 HandlerResult matmul(NodeContext &c) {
   auto a = c.tensorInput(0), bb = c.tensorInput(1);
   if (failed(a) || failed(bb))
     return failure();
-  return single(createInferred<nn::MatMulOp>(c, {*a, *bb}));
+  bool rowVector = typeOf(*a).getRank() == 1, columnVector = typeOf(*bb).getRank() == 1;
+  if (!rowVector && !columnVector)
+    return single(createInferred<nn::MatMulOp>(c, {*a, *bb}));
+  Expr e{c};
+  Value lhs = rowVector ? e.unsqueeze(*a, 0) : *a, rhs = columnVector ? e.unsqueeze(*bb, 1) : *bb;
+  Value y = make<nn::MatMulOp>(c, {lhs, rhs});
+  if (columnVector)
+    y = y ? e.squeeze(y, typeOf(y).getRank() - 1) : y;
+  if (rowVector)
+    y = y ? e.squeeze(y, typeOf(y).getRank() - (columnVector ? 1 : 2)) : y;
+  return e.done(y);
 }
 
 HandlerResult gemm(NodeContext &c) {

@@ -57,10 +57,11 @@ Value generic(OpBuilder &b, Location loc, RankedTensorType type,
 
 enum class Reduction { sum, max, min, prod };
 
-/// Reduces `x` over `axes` (sum, max or min; max/min propagate NaN),
-/// keeping them as size-1 dims.
+/// Reduces `x` over `axes` (sum, max, min or product; float max/min
+/// propagate NaN; integers compare signed, or unsigned when `isUnsigned`;
+/// on i1 max is any and min all), keeping them as size-1 dims.
 Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
-                 Reduction kind) {
+                 Reduction kind, bool isUnsigned = false) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rank = type.getRank();
   MLIRContext *ctx = b.getContext();
@@ -78,17 +79,51 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,
   Type elt = type.getElementType();
   auto outType = RankedTensorType::get(shape, elt);
   Value init = tensor::EmptyOp::create(b, loc, shape, elt);
-  double start = kind == Reduction::max   ? -INFINITY
-                 : kind == Reduction::min ? INFINITY
-                 : kind == Reduction::prod ? 1.0
-                                           : 0.0;
-  init = linalg::FillOp::create(b, loc, cst(b, loc, elt, start), init).getResult(0);
+  bool isInt = isa<IntegerType>(elt);
+  // i1 is unsigned: max = or, min = and.
+  isUnsigned |= elt.isInteger(1);
+  Value start;
+  if (isInt) {
+    unsigned w = elt.getIntOrFloatBitWidth();
+    APInt v = kind == Reduction::max  ? (isUnsigned ? APInt::getMinValue(w) : APInt::getSignedMinValue(w))
+              : kind == Reduction::min ? (isUnsigned ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w))
+              : kind == Reduction::prod ? APInt(w, 1)
+                                        : APInt(w, 0);
+    start = arith::ConstantOp::create(b, loc, b.getIntegerAttr(elt, v));
+  } else {
+    start = cst(b, loc, elt, kind == Reduction::max    ? -INFINITY
+                             : kind == Reduction::min  ? INFINITY
+                             : kind == Reduction::prod ? 1.0
+                                                       : 0.0);
+  }
+  init = linalg::FillOp::create(b, loc, start, init).getResult(0);
   return linalg::GenericOp::create(
              b, loc, TypeRange{outType}, ValueRange{x}, ValueRange{init},
              ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
                                  AffineMap::get(rank, 0, out, ctx)},
              iters,
              [&](OpBuilder &nb, Location l, ValueRange a) {
+               if (isInt) {
+                 Value v;
+                 switch (kind) {
+                 case Reduction::max:
+                   v = isUnsigned ? arith::MaxUIOp::create(nb, l, a[0], a[1]).getResult()
+                                  : arith::MaxSIOp::create(nb, l, a[0], a[1]).getResult();
+                   break;
+                 case Reduction::min:
+                   v = isUnsigned ? arith::MinUIOp::create(nb, l, a[0], a[1]).getResult()
+                                  : arith::MinSIOp::create(nb, l, a[0], a[1]).getResult();
+                   break;
+                 case Reduction::prod:
+                   v = arith::MulIOp::create(nb, l, a[0], a[1]);
+                   break;
+                 case Reduction::sum:
+                   v = arith::AddIOp::create(nb, l, a[0], a[1]);
+                   break;
+                 }
+                 linalg::YieldOp::create(nb, l, v);
+                 return;
+               }
                Value v = kind == Reduction::max
                              ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
                          : kind == Reduction::min
@@ -341,15 +376,22 @@ struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
     SmallVector<utils::IteratorType> iters(loops, utils::IteratorType::parallel);
     iters.back() = utils::IteratorType::reduction;
     Type elt = type.getElementType();
+    bool isInt = elt.isSignlessInteger() && !elt.isInteger(1);
+    if (!isInt && !isa<FloatType>(elt))
+      return rw.notifyMatchFailure(op, "float or integer elements only");
     Value init = tensor::EmptyOp::create(rw, op.getLoc(), type.getShape(), elt);
-    init = linalg::FillOp::create(rw, op.getLoc(), cst(rw, op.getLoc(), elt, 0.0), init).getResult(0);
+    Value zero = isInt ? arith::ConstantOp::create(rw, op.getLoc(), rw.getIntegerAttr(elt, 0)).getResult()
+                       : cst(rw, op.getLoc(), elt, 0.0);
+    init = linalg::FillOp::create(rw, op.getLoc(), zero, init).getResult(0);
+    // Integer products wrap, as ONNX Runtime's integer MatMul does.
     auto g = linalg::GenericOp::create(
         rw, op.getLoc(), TypeRange{type}, ValueRange{a.getLhs(), a.getRhs()}, ValueRange{init},
         ArrayRef<AffineMap>{operandMap(lt, true), operandMap(rt, false),
                             AffineMap::get(loops, 0, outE, ctx)},
-        iters, [](OpBuilder &b, Location l, ValueRange v) {
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, v[2], arith::MulFOp::create(b, l, v[0], v[1])).getResult());
+        iters, [isInt](OpBuilder &b, Location l, ValueRange v) {
+          Value r = isInt ? arith::AddIOp::create(b, l, v[2], arith::MulIOp::create(b, l, v[0], v[1])).getResult()
+                          : arith::AddFOp::create(b, l, v[2], arith::MulFOp::create(b, l, v[0], v[1])).getResult();
+          linalg::YieldOp::create(b, l, r);
         });
     rw.replaceOp(op, g.getResult(0));
     return success();
@@ -532,7 +574,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
                      : std::is_same_v<OpTy, nn::ReduceMinOp>  ? Reduction::min
                      : std::is_same_v<OpTy, nn::ReduceProdOp> ? Reduction::prod
                                                               : Reduction::sum;
-    Value r = reduceKeep(rw, loc, a.getX(), axes, kind);
+    Value r = reduceKeep(rw, loc, a.getX(), axes, kind, hasUnsignedOperands(op));
     if constexpr (std::is_same_v<OpTy, nn::ReduceMeanOp>) {
       auto rt = cast<RankedTensorType>(r.getType());
       Type elt = rt.getElementType();
@@ -660,6 +702,13 @@ struct SplitLowering : OpConversionPattern<nn::SplitOp> {
     SmallVector<Value> parts;
     int64_t offset = 0;
     for (auto [size, result] : llvm::zip(op.getSizes(), op.getResults())) {
+      auto rt = cast<RankedTensorType>(result.getType());
+      // An empty part is no slice (its offset may be the axis' end).
+      if (rt.getNumElements() == 0) {
+        parts.push_back(tensor::EmptyOp::create(rw, op.getLoc(), rt.getShape(), rt.getElementType()));
+        offset += size;
+        continue;
+      }
       SmallVector<OpFoldResult> offs(rank, rw.getIndexAttr(0)), sizes, strides(rank, rw.getIndexAttr(1));
       for (int64_t d = 0; d < rank; ++d)
         sizes.push_back(rw.getIndexAttr(d == axis ? size : in.getDimSize(d)));
@@ -783,8 +832,11 @@ struct NotLowering : OpConversionPattern<nn::NotOp> {
     rw.replaceOp(op, generic(rw, op.getLoc(), type, {a.getX()},
                              {rw.getMultiDimIdentityMap(type.getRank())},
                              [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-                               Value one = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
-                               return arith::XOrIOp::create(b, l, v[0], one);
+                               // All ones: true for i1, ~0 for the bitwise form.
+                               Type t = v[0].getType();
+                               Value ones = arith::ConstantOp::create(
+                                   b, l, b.getIntegerAttr(t, APInt::getAllOnes(t.getIntOrFloatBitWidth())));
+                               return arith::XOrIOp::create(b, l, v[0], ones);
                              }));
     return success();
   }
