@@ -67,7 +67,7 @@ SHAPE_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueez
                 "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
                 "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1}, "ReduceLogSum": {1},
                 "ReduceLogSumExp": {1}, "Split": {1}, "Expand": {1}, "Tile": {1}, "Pad": {1, 2, 3},
-                "CumSum": {1}, "Trilu": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
+                "CumSum": {1}, "CumProd": {1}, "CenterCropPad": {1}, "Trilu": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
                 "OneHot": {1}, "TopK": {1}, "Resize": {1, 2, 3}, "Upsample": {1}, "Clip": {1, 2},
                 "Dropout": {1, 2}, "HannWindow": {0}, "HammingWindow": {0},
                 "BlackmanWindow": {0}}

@@ -170,9 +170,15 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
   for (const EntryPoint &e : entries) {
     llvm::Function *fn = llvmModule->getFunction(e.name);
     size_t count = e.inputs.size() + e.parameters.size() + e.outputs.size();
-    if (!fn || fn->arg_size() != count) {
+    // The pointers the function takes: all but those of empty tensors.
+    std::vector<bool> passed;
+    for (const auto *group : {&e.inputs, &e.parameters, &e.outputs})
+      for (const TensorSpec &s : *group)
+        passed.push_back(!isEmptySpec(s));
+    size_t taken = static_cast<size_t>(std::count(passed.begin(), passed.end(), true));
+    if (!fn || fn->arg_size() != taken) {
       module.emitError() << "rewire-compile: internal error: entry '" << e.name
-                         << "' does not take " << count << " buffers after lowering";
+                         << "' does not take " << taken << " buffers after lowering";
       return nullptr;
     }
     auto *wrapper = llvm::Function::Create(
@@ -181,7 +187,8 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(llvmContext, "entry", wrapper));
     llvm::SmallVector<llvm::Value *> args;
     for (size_t i = 0; i < count; ++i)
-      args.push_back(b.CreateLoad(
+      if (passed[i])
+        args.push_back(b.CreateLoad(
           ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
     b.CreateCall(fn, args);
     b.CreateRetVoid();

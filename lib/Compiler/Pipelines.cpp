@@ -13,8 +13,10 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
@@ -62,7 +64,7 @@ std::optional<std::string> dtypeOf(Type t) {
 }
 
 LogicalResult specOf(Operation *where, Type type, std::string name, StringRef role,
-                     TensorSpec &spec) {
+                     TensorSpec &spec, bool allowEmpty) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   std::optional<std::string> dtype = tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
   if (!tensor || !tensor.hasStaticShape() || !dtype)
@@ -71,18 +73,54 @@ LogicalResult specOf(Operation *where, Type type, std::string name, StringRef ro
                               << "; entry points take and return statically shaped tensors of "
                                  "f32/f64/f16/bf16/i64/i32/i16/i8/ui64/ui32/ui16/ui8/i1 (bind symbolic sizes "
                                  "with --dim NAME=SIZE)";
-  if (tensor.getNumElements() == 0)
+  if (tensor.getNumElements() == 0 && !allowEmpty)
     return where->emitError() << "rewire-compile: " << role << " '" << name << "' has type "
-                              << type << " with no elements; entry points with empty "
-                              << "tensors are not supported (MLIR's bare-pointer calling "
-                                 "convention has no form for them)";
+                              << type << " with no elements; the CUDA target's entry points "
+                              << "take no empty tensors";
   spec.name = std::move(name);
   spec.dtype = *dtype;
   spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   return success();
 }
 
+/// Entry tensors with no elements carry no data: the function stops taking
+/// (or returning) them, its uses of one read a tensor.empty, and the CPU
+/// artifact's call wrapper skips their pointers (Emit.cpp, isEmptySpec).
+void elideEmptyTensors(func::FuncOp func) {
+  auto empty = [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.hasStaticShape() && r.getNumElements() == 0;
+  };
+  Block &entry = func.getBody().front();
+  llvm::BitVector args(func.getNumArguments()), results(func.getNumResults());
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    BlockArgument arg = func.getArgument(i);
+    if (!empty(arg.getType()))
+      continue;
+    auto t = cast<RankedTensorType>(arg.getType());
+    arg.replaceAllUsesWith(
+        tensor::EmptyOp::create(b, func.getLoc(), t.getShape(), t.getElementType()));
+    args.set(i);
+  }
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (empty(func.getResultTypes()[i]))
+      results.set(i);
+  if (results.any())
+    func.walk([&](func::ReturnOp ret) {
+      for (unsigned i = ret.getNumOperands(); i-- > 0;)
+        if (results.test(i))
+          ret->eraseOperand(i);
+    });
+  (void)func.eraseArguments(args);
+  (void)func.eraseResults(results);
+}
+
 } // namespace
+
+bool rewire::compiler::isEmptySpec(const TensorSpec &spec) {
+  return llvm::is_contained(spec.shape, 0);
+}
 
 LogicalResult rewire::compiler::applyResidualRewrite(ModuleOp module, StringRef spec,
                                                      bool allowNone) {
@@ -221,7 +259,8 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       TensorSpec spec;
       if (auto p = func.getArgAttrOfType<StringAttr>(i, "nn.parameter")) {
-        if (failed(specOf(func, func.getArgument(i).getType(), p.str(), "parameter", spec)))
+        if (failed(specOf(func, func.getArgument(i).getType(), p.str(), "parameter", spec,
+                          !options.cuda)))
           return failure();
         entry.parameters.push_back(spec);
         continue;
@@ -230,7 +269,8 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
         return func.emitError() << "rewire-compile: input " << i << " follows a parameter";
       auto name = func.getArgAttrOfType<StringAttr>(i, "nn.name");
       if (failed(specOf(func, func.getArgument(i).getType(),
-                        name ? name.str() : "input" + std::to_string(i), "input", spec)))
+                        name ? name.str() : "input" + std::to_string(i), "input", spec,
+                        !options.cuda)))
         return failure();
       entry.inputs.push_back(spec);
     }
@@ -238,7 +278,8 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
       TensorSpec spec;
       auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name");
       if (failed(specOf(func, func.getResultTypes()[i],
-                        name ? name.str() : "output" + std::to_string(i), "output", spec)))
+                        name ? name.str() : "output" + std::to_string(i), "output", spec,
+                        !options.cuda)))
         return failure();
       entry.outputs.push_back(spec);
     }
@@ -266,6 +307,8 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
     }
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       func.removeResultAttr(i, StringAttr::get(ctx, "nn.name"));
+    if (!options.cuda)
+      elideEmptyTensors(func);
     info.entries.push_back(std::move(entry));
   }
   if (info.entries.empty())

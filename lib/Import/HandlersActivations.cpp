@@ -69,6 +69,17 @@ HandlerResult activation(NodeContext &c) {
     return e.done(e.div(x, e.add(one, e.un<nn::AbsOp>(x))));
   if (op == "Mish")
     return e.done(e.mul(x, e.un<nn::TanhOp>(e.softplus(x))));
+  if (op == "Swish")
+    return e.done(e.mul(x, e.un<nn::SigmoidOp>(e.mul(x, e.num(x, c.floatAttrOr("alpha", 1.0))))));
+  if (op == "SwiGLU") {
+    auto b = c.tensorInput(1);
+    if (failed(b))
+      return failure();
+    if (b->getType() != x.getType())
+      return c.error() << "A and B must have one type, got " << x.getType() << " and " << b->getType();
+    Value gate = e.mul(x, e.un<nn::SigmoidOp>(e.mul(x, e.num(x, c.floatAttrOr("alpha", 1.0)))));
+    return e.done(e.mul(gate, *b));
+  }
   if (op == "Sign") {
     auto t = typeOf(x);
     auto asFloat = [&](Value m) -> Value {
@@ -291,6 +302,8 @@ const Handler kHandlers[] = {
     {"Softplus", 1, 28, activation},
     {"Softsign", 1, 28, activation},
     {"Mish", 18, 28, activation},
+    {"Swish", 24, 28, activation},
+    {"SwiGLU", 28, 28, activation},
     {"Sign", 9, 28, activation},
     {"Round", 11, 28, activation},
     {"Shrink", 9, 28, activation},

@@ -190,7 +190,7 @@ Value strided(NodeContext &c, Value x, ArrayRef<int64_t> starts, ArrayRef<int64_
 /// or inside input + pads (= 1). ONNX's ceil_mode drops a last window that
 /// starts in the end padding.
 HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
-                         bool countIncludePad, bool indices, bool columnMajor) {
+                         bool countIncludePad, bool indices, bool columnMajor, double lpNorm = 0) {
   auto xt = typeOf(x);
   size_t k = p.kernel.size();
   ArrayRef<int64_t> shape = xt.getShape();
@@ -270,6 +270,10 @@ HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
     for (size_t i = 0; i < k; ++i)
       starts.push_back(tap[i] * p.dilations[i]);
     Value v = strided(c, y, starts, outs, p.strides);
+    // LpPool sums |x|^p (the padding is 0).
+    if (lpNorm > 0)
+      v = lpNorm == 1 ? e.un<nn::AbsOp>(v)
+                      : lpNorm == 2 ? e.mul(v, v) : e.pow(e.un<nn::AbsOp>(v), e.num(v, lpNorm));
     Value idx;
     if (indices) {
       // The flat input position of this tap at every output position
@@ -322,6 +326,9 @@ HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
       return failure();
     return SmallVector<Value>{acc, flatIdx};
   }
+  if (lpNorm > 0)
+    return e.done(lpNorm == 1 ? acc : lpNorm == 2 ? e.un<nn::SqrtOp>(acc)
+                                                 : e.pow(acc, e.num(acc, 1.0 / lpNorm)));
   // The divisor of each window: its taps inside the input (or the padded
   // input), a product over the spatial dims.
   SmallVector<double> count;
@@ -366,6 +373,23 @@ HandlerResult maxPool(NodeContext &c) {
       {c.b.getNamedAttr("kernel_shape", c.b.getDenseI64ArrayAttr(spec->kernel)),
        c.b.getNamedAttr("strides", c.b.getDenseI64ArrayAttr(spec->strides)),
        c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(spec->pads))}));
+}
+
+/// LpPool: (sum over the window of |x|^p)^(1/p), p from the attribute.
+HandlerResult lpPool(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(xt.getElementType()))
+    return c.error() << "expects a floating-point input";
+  auto spec = poolSpec(c, xt);
+  if (failed(spec))
+    return failure();
+  int64_t p = c.intAttrOr("p", 2);
+  if (p < 1 || p > 64)
+    return c.error() << "p must be in [1, 64], got " << p;
+  return windowPool(c, *x, *spec, /*isMax=*/false, false, false, false, double(p));
 }
 
 /// AveragePool (2-D) as a depthwise nn.conv with a constant 1/(kh kw)
@@ -557,6 +581,7 @@ const Handler kHandlers[] = {
     {"MaxPool", 8, 28, maxPool},
     {"GlobalAveragePool", 1, 28, globalAveragePool},
     {"AveragePool", 7, 28, averagePool},
+    {"LpPool", 11, 28, lpPool},
     {"ConvTranspose", 11, 28, convTranspose},
 };
 

@@ -433,6 +433,59 @@ HandlerResult pad(NodeContext &c) {
   return SmallVector<Value>{y};
 }
 
+/// CenterCropPad(input, shape, axes): each named axis cropped to the
+/// centered window (start rounded down) or zero-padded equally on both
+/// sides (the extra element at the end).
+HandlerResult centerCropPad(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto shape = c.constantIntsInput(1, "shape");
+  if (failed(x) || failed(shape))
+    return failure();
+  auto xt = typeOf(*x);
+  int64_t rank = xt.getRank();
+  if (!xt.hasStaticShape())
+    return c.error() << "expects a static input, got " << xt;
+  SmallVector<int64_t> axes;
+  if (auto a = c.intsAttr("axes")) {
+    for (int64_t ax : *a) {
+      if (!normalizeAxisInPlace(ax, rank))
+        return c.error() << "axis " << ax << " is out of range for rank " << rank;
+      axes.push_back(ax);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (shape->size() != axes.size())
+    return c.error() << "shape has " << shape->size() << " entries for " << axes.size() << " axes";
+  Expr e{c};
+  Value y = *x;
+  for (auto [axis, want] : llvm::zip(axes, *shape)) {
+    int64_t have = xt.getDimSize(axis);
+    if (want < 1 || want > (1 << 24))
+      return c.error() << "target size " << want << " is out of range";
+    if (want < have) {
+      int64_t start = (have - want) / 2;
+      y = e.slice(y, axis, start, start + want);
+    } else if (want > have) {
+      int64_t before = (want - have) / 2, after = want - have - before;
+      SmallVector<Value> parts;
+      SmallVector<int64_t> side(typeOf(y).getShape());
+      if (before) {
+        side[axis] = before;
+        parts.push_back(splatConstant(c, RankedTensorType::get(side, xt.getElementType()), 0));
+      }
+      parts.push_back(y);
+      side[axis] = after;
+      parts.push_back(splatConstant(c, RankedTensorType::get(side, xt.getElementType()), 0));
+      y = e.concat(parts, axis);
+    }
+    if (!y)
+      return failure();
+  }
+  return e.done(y);
+}
+
 /// ArgMax / ArgMin as nn.arg_reduce.
 HandlerResult argReduce(NodeContext &c) {
   auto x = c.tensorInput(0);
@@ -888,6 +941,7 @@ const Handler kHandlers[] = {
     {"Upsample", 7, 9, resize},
     {"ArgMax", 11, 28, argReduce},
     {"TopK", 1, 28, topK},
+    {"CenterCropPad", 18, 28, centerCropPad},
     {"ArgMin", 11, 28, argReduce},
     {"Hardmax", 11, 28, hardmax},
     {"OneHot", 11, 28, oneHot},

@@ -690,6 +690,41 @@ HandlerResult window(NodeContext &c) {
   return SmallVector<Value>{intOrBoolConstant(c, type, iw)};
 }
 
+/// CumProd(x, axis): out[i] = prod over j of x[j] for j <= i (j < i when
+/// exclusive; j >= i, j > i reversed), as one reduce_prod over a new axis
+/// of x broadcast against a constant [n, n] mask (quadratic in the axis
+/// length, like nn.cumsum's lowering).
+HandlerResult cumProd(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto axisV = c.constantIntsInput(1, "axis");
+  if (failed(x) || failed(axisV))
+    return failure();
+  auto t = typeOf(*x);
+  if (axisV->size() != 1)
+    return c.error() << "axis must be a scalar";
+  int64_t axis = (*axisV)[0], rank = t.getRank();
+  if (!normalizeAxisInPlace(axis, rank))
+    return c.error() << "axis " << axis << " is out of range for rank " << rank;
+  if (!t.hasStaticShape() || !(isa<FloatType>(t.getElementType()) ||
+                               (isa<IntegerType>(t.getElementType()) && !t.getElementType().isInteger(1))))
+    return c.error() << "expects a static float or integer input, got " << t;
+  int64_t n = t.getDimSize(axis);
+  if (!fitsBuiltConstant(c, checkedMul(n, n).value_or(-1), "the CumProd mask"))
+    return failure();
+  bool exclusive = c.intAttrOr("exclusive", 0) != 0, reverse = c.intAttrOr("reverse", 0) != 0;
+  SmallVector<int64_t> mask;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      mask.push_back(reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i));
+  SmallVector<int64_t> maskShape(rank + 1, 1);
+  maskShape[axis] = n;
+  maskShape[axis + 1] = n;
+  Value m = intOrBoolConstant(c, RankedTensorType::get(maskShape, c.b.getI1Type()), mask);
+  Expr e{c};
+  Value terms = e.where(m, e.unsqueeze(*x, axis), e.num(*x, 1));
+  return e.done(e.reduce<nn::ReduceProdOp>(terms, {axis + 1}, false));
+}
+
 /// CumSum: folded on a constant integer tensor (position ids of a constant
 /// mask), else nn.cumsum.
 HandlerResult cumSum(NodeContext &c) {
@@ -842,6 +877,7 @@ const Handler kHandlers[] = {
     {"Tile", 6, 28, tile},
     {"Trilu", 14, 28, trilu},
     {"CumSum", 11, 28, cumSum},
+    {"CumProd", 26, 28, cumProd},
     {"HardSigmoid", 6, 28, hardSigmoid},
     {"HardSwish", 14, 28, hardSwish},
     {"Abs", 6, 28, abs},

@@ -17,10 +17,6 @@ using namespace rewire::onnx_import;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
 /// An nn.constant of `type` with integer `values` (a folded shape
 /// computation); fails when the count does not match the static shape.
 FailureOr<Value> intConstant(NodeContext &c, RankedTensorType type,
@@ -39,10 +35,10 @@ FailureOr<Value> intConstant(NodeContext &c, RankedTensorType type,
 }
 
 FailureOr<Value> reshapeTo(NodeContext &c, Value x, ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get(shape, tensorType(x).getElementType());
+  auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
   // A reshape to the same static shape is the identity (exports reshape
   // to what they computed); dropping it keeps the stream visible.
-  if (type == tensorType(x) && type.hasStaticShape())
+  if (type == typeOf(x) && type.hasStaticShape())
     return x;
   if (auto ints = c.constantInts(x))
     return intConstant(c, type, *ints);
@@ -59,7 +55,7 @@ HandlerResult reshape(NodeContext &c) {
   auto target = c.constantIntsInput(1, "shape");
   if (failed(x) || failed(target))
     return failure();
-  ArrayRef<int64_t> in = tensorType(*x).getShape();
+  ArrayRef<int64_t> in = typeOf(*x).getShape();
   bool allowZero = c.intAttrOr("allowzero", 0) != 0;
   SmallVector<int64_t> out;
   int64_t inferred = -1;
@@ -102,7 +98,7 @@ HandlerResult flatten(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
-  ArrayRef<int64_t> in = tensorType(*x).getShape();
+  ArrayRef<int64_t> in = typeOf(*x).getShape();
   int64_t rank = in.size();
   int64_t axis = c.intAttrOr("axis", 1);
   if (axis < -rank || axis > rank)
@@ -130,7 +126,7 @@ HandlerResult transpose(NodeContext &c) {
     return failure();
   // Transposes of integer constants (shape computations) fold.
   auto ints = c.constantInts(*x);
-  auto in = tensorType(*x), out = op->getType();
+  auto in = typeOf(*x), out = op->getType();
   if (!ints || !in.hasStaticShape() || !out.hasStaticShape())
     return SmallVector<Value>{*op};
   int64_t rank = in.getRank();
@@ -169,8 +165,8 @@ HandlerResult concat(NodeContext &c) {
   bool allConst = !inputs.empty();
   for (Value v : inputs) {
     auto ints = c.constantInts(v);
-    if (!ints || tensorType(v).getRank() != 1 ||
-        tensorType(v).getElementType() != tensorType(inputs[0]).getElementType()) {
+    if (!ints || typeOf(v).getRank() != 1 ||
+        typeOf(v).getElementType() != typeOf(inputs[0]).getElementType()) {
       allConst = false;
       break;
     }
@@ -180,7 +176,7 @@ HandlerResult concat(NodeContext &c) {
     return single(intConstant(
         c,
         RankedTensorType::get({static_cast<int64_t>(folded.size())},
-                              tensorType(inputs[0]).getElementType()),
+                              typeOf(inputs[0]).getElementType()),
         folded));
   return single(createInferred<nn::ConcatOp>(
       c, inputs, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(*axis))}));
@@ -190,7 +186,7 @@ HandlerResult split(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
-  ArrayRef<int64_t> in = tensorType(*x).getShape();
+  ArrayRef<int64_t> in = typeOf(*x).getShape();
   int64_t axisAttr = c.intAttrOr("axis", 0);
   auto axis = normalizeAxis(axisAttr, in.size());
   if (!axis)
@@ -256,7 +252,7 @@ HandlerResult slice(NodeContext &c) {
   if (failed(op))
     return failure();
   // Slices of integer constants (shape computations) fold.
-  auto in = tensorType(*x);
+  auto in = typeOf(*x);
   auto outType = op->getType();
   auto ints = c.constantInts(*x);
   if (!ints || !in.hasStaticShape() || !outType.hasStaticShape())
@@ -306,7 +302,7 @@ HandlerResult gather(NodeContext &c) {
   int64_t axisAttr = c.intAttrOr("axis", 0);
   // Gathers from 1-D integer constants (picking a dimension) fold.
   auto d = c.constantInts(*data), idx = c.constantInts(*indices);
-  if (d && idx && tensorType(*data).getRank() == 1) {
+  if (d && idx && typeOf(*data).getRank() == 1) {
     SmallVector<int64_t> out;
     int64_t n = d->size();
     for (int64_t i : *idx) {
@@ -315,8 +311,8 @@ HandlerResult gather(NodeContext &c) {
                          << " elements";
       out.push_back((*d)[i < 0 ? i + n : i]);
     }
-    auto type = RankedTensorType::get(tensorType(*indices).getShape(),
-                                      tensorType(*data).getElementType());
+    auto type = RankedTensorType::get(typeOf(*indices).getShape(),
+                                      typeOf(*data).getElementType());
     return single(intConstant(c, type, out));
   }
   return single(createInferred<nn::GatherOp>(
@@ -364,7 +360,7 @@ HandlerResult shape(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
-  ArrayRef<int64_t> dims = tensorType(*x).getShape();
+  ArrayRef<int64_t> dims = typeOf(*x).getShape();
   int64_t rank = dims.size();
   int64_t start = c.intAttrOr("start", 0), end = c.intAttrOr("end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
@@ -391,14 +387,20 @@ HandlerResult castOp(NodeContext &c) {
   Type elt = elementTypeOf(c.b.getContext(), static_cast<int32_t>(*to));
   if (!elt)
     return c.error() << "cannot cast to ONNX data type " << *to;
-  auto type = RankedTensorType::get(tensorType(*x).getShape(), elt);
+  auto type = RankedTensorType::get(typeOf(*x).getShape(), elt);
   // A cast to the type the value has (`x.to(torch.float32)` in RMSNorms) is
   // the identity.
-  if (type == tensorType(*x))
+  if (type == typeOf(*x))
     return SmallVector<Value>{*x};
   if (auto ints = c.constantInts(*x); ints && isa<IntegerType>(elt) &&
                                       !elt.isInteger(1))
     return single(intConstant(c, type, *ints));
+  // A float constant in another float type (CastLike(-inf, x) in the
+  // Attention function body), rounded to nearest as arith.truncf does.
+  if (isa<FloatType>(elt) && type.getNumElements() <= 4096)
+    if (auto floats = c.constantFloats(*x);
+        floats && static_cast<int64_t>(floats->size()) == type.getNumElements())
+      return SmallVector<Value>{floatsConstant(c, type, *floats)};
   return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
 }
 
@@ -407,10 +409,10 @@ HandlerResult size(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
     return failure();
-  if (!tensorType(*x).hasStaticShape())
+  if (!typeOf(*x).hasStaticShape())
     return c.error() << "the input's shape is dynamic; bind symbolic dimensions with --dim";
   return SmallVector<Value>{
-      makeI64Constant(c.b, c.loc(), {tensorType(*x).getNumElements()}, /*scalar=*/true)};
+      makeI64Constant(c.b, c.loc(), {typeOf(*x).getNumElements()}, /*scalar=*/true)};
 }
 
 /// CastLike(x, like): Cast to like's element type.
@@ -418,8 +420,8 @@ HandlerResult castLike(NodeContext &c) {
   auto x = c.tensorInput(0), like = c.tensorInput(1);
   if (failed(x) || failed(like))
     return failure();
-  auto type = RankedTensorType::get(tensorType(*x).getShape(), tensorType(*like).getElementType());
-  if (type == tensorType(*x))
+  auto type = RankedTensorType::get(typeOf(*x).getShape(), typeOf(*like).getElementType());
+  if (type == typeOf(*x))
     return SmallVector<Value>{*x};
   return SmallVector<Value>{nn::CastOp::create(c.b, c.loc(), type, *x)};
 }

@@ -78,6 +78,10 @@ struct TensorSpec {
   std::vector<int64_t> shape;
 };
 
+/// Whether `spec` has no elements: the compiled CPU function neither takes
+/// nor returns such a tensor, and its call wrapper skips the pointer.
+bool isEmptySpec(const TensorSpec &spec);
+
 /// One entry point: inputs, then parameters, then outputs, passed as one
 /// array of pointers to `rewire_call_<name>(void **)`.
 /// A run-time check of an entry point's input values that the target's
