@@ -35,6 +35,12 @@ def ResidualDetect : Pass<"residual-detect", "::mlir::func::FuncOp"> {
     and the last axis otherwise. Each update gets discardable attributes
     `residual.branch` (attention | mlp | conv | other) and `residual.skip`
     (identity | projection), which `residual-report` prints.
+
+    A stream keeps one shape: before raising, an add computed in a
+    reshaped view of a value and reshaped back (OPT's decoder computes its
+    MLP update on `[B*T, D]` rows of a `[B, T, D]` state) is moved into the
+    value's own shape, `reshape(reshape(x) + y) -> x + reshape(y)`, so its
+    layers join the stream of `x` instead of starting one each.
   }];
   let dependentDialects = ["::rewire::residual::ResidualDialect"];
 }

@@ -181,6 +181,45 @@ residual::AddOp streamSource(Value v) {
   return {};
 }
 
+/// reshape(reshape(x) + y) -> x + reshape(y) when the outer reshape gives
+/// x's type back: the add moves into the shape of the state it updates.
+/// Other users of the add read a reshape of the new one.
+void hoistAddsOutOfReshapes(Block &block) {
+  SmallVector<nn::AddOp> adds;
+  for (Operation &op : block)
+    if (auto add = dyn_cast<nn::AddOp>(op))
+      adds.push_back(add);
+  for (nn::AddOp add : adds) {
+    Type t = add.getType();
+    if (add.getLhs().getType() != t || add.getRhs().getType() != t)
+      continue;
+    for (auto [inner, other] : {std::pair(add.getLhs(), add.getRhs()),
+                                std::pair(add.getRhs(), add.getLhs())}) {
+      auto in = inner.getDefiningOp<nn::ReshapeOp>();
+      if (!in)
+        continue;
+      Value x = in.getX();
+      nn::ReshapeOp back;
+      for (Operation *user : add->getUsers())
+        if (auto r = dyn_cast<nn::ReshapeOp>(user); r && r.getType() == x.getType())
+          back = r;
+      if (!back)
+        continue;
+      OpBuilder b(add);
+      Value y = nn::ReshapeOp::create(b, add.getLoc(), x.getType(), other);
+      bool lhs = inner == add.getLhs();
+      auto moved = nn::AddOp::create(b, add.getLoc(), x.getType(), lhs ? x : y, lhs ? y : x);
+      back.replaceAllUsesWith(moved.getResult());
+      back.erase();
+      if (!add->use_empty())
+        add.replaceAllUsesWith(
+            nn::ReshapeOp::create(b, add.getLoc(), t, moved.getResult()).getResult());
+      add.erase();
+      break;
+    }
+  }
+}
+
 struct ResidualDetectPass
     : public rewire::impl::ResidualDetectBase<ResidualDetectPass> {
   void runOnOperation() override;
@@ -193,6 +232,7 @@ void ResidualDetectPass::runOnOperation() {
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return;
   Block &block = func.getBody().front();
+  hoistAddsOutOfReshapes(block);
   SmallVector<nn::AddOp> adds;
   for (Operation &op : block)
     if (auto add = dyn_cast<nn::AddOp>(op))

@@ -305,9 +305,9 @@ def write_table(path, manifest, cases, limits, kinds):
         "runs in ONNX Runtime with rewire-run's outputs. An export the exporter cannot write is a row with the",
         "exporter's error. The `_dynamic` exports have dynamic batch (and sequence) axes and also run at a",
         "second shape; every export also runs compiled for CUDA on the CUDA emulator",
-        "(`test/GPU/corpus-cuda.test`). OPT's four streams are one stream in the model: its decoder layer",
-        "reshapes the state to `[B*T, D]` and back, and detection does not follow a stream through a reshape",
-        "yet (the counts are exact; LPA does not apply).",
+        "(`test/GPU/corpus-cuda.test`). OPT's decoder computes its MLP update on `[B*T, D]` rows of the",
+        "`[B, T, D]` state; residual-detect moves that add into the state's shape, so its layers form one",
+        "stream.",
         "",
         "| family | library | export | opset | import | detect | run | " + " | ".join(kinds) +
         " | train | train → ONNX |",

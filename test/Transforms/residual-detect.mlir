@@ -120,3 +120,25 @@ func.func @unet(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
   %cat = nn.concat %y, %x {axis = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32>
   return %cat : tensor<1x8x8x8xf32>
 }
+
+// -----
+
+ml_program.global private @w1(#ml_program.extern : tensor<16x16xf32>) : tensor<16x16xf32>
+
+// OPT computes the MLP update on [B*T, D] rows and reshapes back: the add
+// moves into the state's [B, T, D] shape, so both updates are one stream.
+// CHECK-LABEL: func.func @row_reshape
+// CHECK: %[[H1:.*]] = residual.add %arg0, %{{.*}} stream 0 layer 0
+// CHECK: %[[U:.*]] = nn.reshape %{{.*}} : tensor<6x16xf32> -> tensor<2x3x16xf32>
+// CHECK: %[[H2:.*]] = residual.add %[[H1]], %[[U]] stream 0 layer 1
+// CHECK: return %[[H2]]
+func.func @row_reshape(%h: tensor<2x3x16xf32>) -> tensor<2x3x16xf32> {
+  %w1 = ml_program.global_load_const @w1 : tensor<16x16xf32>
+  %a = nn.matmul %h, %w1 : (tensor<2x3x16xf32>, tensor<16x16xf32>) -> tensor<2x3x16xf32>
+  %h1 = nn.add %h, %a : (tensor<2x3x16xf32>, tensor<2x3x16xf32>) -> tensor<2x3x16xf32>
+  %rows = nn.reshape %h1 : tensor<2x3x16xf32> -> tensor<6x16xf32>
+  %m = nn.matmul %rows, %w1 : (tensor<6x16xf32>, tensor<16x16xf32>) -> tensor<6x16xf32>
+  %s = nn.add %rows, %m : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h2 = nn.reshape %s : tensor<6x16xf32> -> tensor<2x3x16xf32>
+  return %h2 : tensor<2x3x16xf32>
+}
