@@ -1,7 +1,8 @@
 //===- NNConvRules.cpp - Reverse rules of the convolutional-network ops ---===//
 //
 // conv (nn.conv_input_grad, nn.conv_weight_grad, the bias gradient as a
-// channel sum), max_pool (nn.max_pool_grad, first maximum of each window),
+// channel sum), conv_input_grad itself (ConvTranspose: a conv and a weight
+// gradient), max_pool (nn.max_pool_grad, first maximum of each window),
 // global_average_pool (the gradient spread evenly) and batch_norm (through
 // its decomposition, with batch statistics in training mode, so the
 // statistics' own dependence on x is differentiated too).
@@ -44,6 +45,28 @@ struct ConvRule : Rule<ConvRule, nn::ConvOp> {
       out.push_back(nn::ReduceSumOp::create(b, typeOf(bias), g[0],
                                             b.getDenseI64ArrayAttr({0, 2, 3}),
                                             b.getBoolAttr(false)));
+    return success();
+  }
+};
+
+/// y = conv_input_grad(u, w), a transposed convolution (ONNX ConvTranspose):
+/// y is the adjoint map of conv(., w) applied to u, so du = conv(g, w) and
+/// dw = conv_weight_grad(g, u) -- the convolution's weight gradient with g
+/// as its input and u as its output gradient.
+struct ConvInputGradRule : Rule<ConvInputGradRule, nn::ConvInputGradOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<nn::ConvInputGradOp>(raw);
+    auto ut = typeOf(op.getDy()), wt = typeOf(op.getW()), yt = typeOf(op.getResult());
+    if (yt.getRank() != 4 || !yt.hasStaticShape() || !ut.hasStaticShape() || !wt.hasStaticShape())
+      return raw->emitError("rewire-autodiff: nn.conv_input_grad is differentiated for static "
+                            "2-D convolutions only, got ")
+             << yt;
+    out.push_back(nn::ConvOp::create(b, ut, g[0], op.getW(), Value(), op.getStridesAttr(),
+                                     op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr()));
+    out.push_back(nn::ConvWeightGradOp::create(b, wt, g[0], op.getDy(), op.getStridesAttr(),
+                                               op.getPadsAttr(), op.getDilationsAttr(),
+                                               op.getGroupAttr()));
     return success();
   }
 };
@@ -99,6 +122,7 @@ struct BatchNormRule : Rule<BatchNormRule, nn::BatchNormOp> {
 void rewire::autodiff::registerNNConvReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, nn::NNDialect *) {
     nn::ConvOp::attachInterface<ConvRule>(*ctx);
+    nn::ConvInputGradOp::attachInterface<ConvInputGradRule>(*ctx);
     nn::MaxPoolOp::attachInterface<MaxPoolRule>(*ctx);
     nn::GlobalAveragePoolOp::attachInterface<GlobalAveragePoolRule>(*ctx);
     nn::BatchNormOp::attachInterface<BatchNormRule>(*ctx);

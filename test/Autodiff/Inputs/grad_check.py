@@ -209,6 +209,18 @@ case("conv (stride 2, pads, dilation, bias), grouped conv, relu, max_pool with t
                (1, 1, 1, 1)), wg, groups=2)), (0, 0, 1, 0), value=-math.inf), (3, 2), (2, 1))
          - tg) ** 2).mean())
 
+case("conv_input_grad (ONNX ConvTranspose: stride 2, pads, output padding, groups)",
+     [("u", (2, 4, 4, 4)), ("w", (4, 4, 3, 3)), ("wg", (4, 1, 2, 2)), ("t", (2, 2, 9, 9))], """
+  %y = nn.conv_input_grad %u, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x4x4xf32>, tensor<4x4x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %r = nn.tanh %y : tensor<2x4x8x8xf32>
+  %z = nn.conv_input_grad %r, %wg {group = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<4x1x2x2xf32>) -> tensor<2x2x9x9xf32>
+  %d = nn.sub %z, %t : (tensor<2x2x9x9xf32>, tensor<2x2x9x9xf32>) -> tensor<2x2x9x9xf32>
+  %q = nn.mul %d, %d : (tensor<2x2x9x9xf32>, tensor<2x2x9x9xf32>) -> tensor<2x2x9x9xf32>
+  %l = nn.reduce_mean %q {axes = array<i64>, keepdims = false} : (tensor<2x2x9x9xf32>) -> tensor<f32>
+  return %l : tensor<f32>""",
+     lambda u, w, wg, t: ((F.conv_transpose2d(torch.tanh(F.conv_transpose2d(
+         u, w, stride=2, padding=1, output_padding=1)), wg, groups=2) - t) ** 2).mean())
+
 case("batch_norm (training: batch statistics; inference: running), global_average_pool",
      [("x", (3, 4, 5, 5)), ("s", (4,)), ("b", (4,)), ("m", (4,)), ("v", (4,)), ("w", (4, 4, 1, 1))], """
   %n = nn.batch_norm %x, %s, %b, %m, %v {training} : tensor<3x4x5x5xf32>, tensor<4xf32>
