@@ -722,23 +722,16 @@ struct AxisTaps {
   SmallVector<double> bias;                 // [o], empty when none
 };
 
-/// ONNX's cubic convolution coefficients for the taps at floor(x) - 1 ...
-/// floor(x) + 2, r = x - floor(x).
-static std::array<double, 4> cubicCoefficients(double r, double a) {
-  auto far = [&](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < t < 2
-  auto near = [&](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };      // t <= 1
-  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
-}
-
 /// Resize (opset 11+: X, roi, scales, sizes; opset 10: X, scales) and
 /// Upsample (opset 7: scales attribute; 9: X, scales), all modes: nearest,
-/// linear and cubic (cubic_coeff_a, exclude_outside), with the coordinate
-/// transformations half_pixel, pytorch_half_pixel, align_corners,
-/// asymmetric, tf_half_pixel_for_nn and tf_crop_and_resize (constant roi,
-/// extrapolation_value). Separable: per resized axis a gather of constant
-/// source indices per tap, weighted by constant coefficients and summed, as
-/// ONNX's reference computes it (indices past the edge read the edge).
-/// Scales or sizes must be constant; antialias and axes are refused.
+/// linear and cubic (cubic_coeff_a, exclude_outside, antialias), with the
+/// coordinate transformations half_pixel, half_pixel_symmetric,
+/// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn and
+/// tf_crop_and_resize (constant roi, extrapolation_value), `axes` and
+/// keep_aspect_ratio_policy. Separable: per resized axis a gather of
+/// constant source indices per tap, weighted by constant coefficients and
+/// summed, as ONNX's reference computes it (indices past the edge read the
+/// edge). Scales or sizes must be constant.
 HandlerResult resize(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -760,16 +753,33 @@ HandlerResult resize(NodeContext &c) {
   if (mode != "nearest" && mode != "linear" && mode != "cubic" &&
       !(legacy && mode == "bilinear"))
     return c.error() << "mode '" << mode << "' is not supported (nearest, linear, cubic)";
-  if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" &&
-      coord != "asymmetric" && coord != "tf_half_pixel_for_nn" && coord != "tf_crop_and_resize")
+  if (coord != "half_pixel" && coord != "half_pixel_symmetric" && coord != "pytorch_half_pixel" &&
+      coord != "align_corners" && coord != "asymmetric" && coord != "tf_half_pixel_for_nn" &&
+      coord != "tf_crop_and_resize")
     return c.error() << "coordinate_transformation_mode '" << coord << "' is not supported";
   if (nearestMode != "floor" && nearestMode != "ceil" && nearestMode != "round_prefer_floor" &&
       nearestMode != "round_prefer_ceil")
     return c.error() << "nearest_mode '" << nearestMode << "' is not supported";
-  if (c.intAttrOr("antialias", 0) != 0)
-    return c.error() << "antialias = 1 is not supported";
-  if (c.intsAttr("axes") || c.stringAttr("keep_aspect_ratio_policy").value_or("stretch") != "stretch")
-    return c.error() << "the axes and keep_aspect_ratio_policy attributes are not supported";
+  bool antialias = c.intAttrOr("antialias", 0) != 0;
+  if (antialias && mode == "nearest")
+    return c.error() << "antialias applies to the linear and cubic modes, not nearest";
+  // `axes` (opset 18) names the dims that roi, scales and sizes list.
+  SmallVector<int64_t> axes;
+  if (auto a = c.intsAttr("axes")) {
+    for (int64_t ax : *a) {
+      if (!normalizeAxisInPlace(ax, rank) || llvm::is_contained(axes, ax))
+        return c.error() << "axes must be distinct dims of the rank-" << rank << " input";
+      axes.push_back(ax);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t n = static_cast<int64_t>(axes.size());
+  std::string policy = c.stringAttr("keep_aspect_ratio_policy").value_or("stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return c.error() << "keep_aspect_ratio_policy '" << policy << "' is not stretch, not_larger or "
+                        "not_smaller";
   SmallVector<double> scales(rank, 1.0);
   SmallVector<int64_t> sizes(xt.getShape());
   unsigned scalesAt = legacy ? 1 : 2;
@@ -788,18 +798,31 @@ HandlerResult resize(NodeContext &c) {
     auto sz = c.constantIntsInput(3, "sizes");
     if (failed(sz))
       return failure();
-    if (static_cast<int64_t>(sz->size()) != rank)
-      return c.error() << "sizes needs one entry per dim";
-    for (int64_t d = 0; d < rank; ++d) {
-      sizes[d] = (*sz)[d];
-      scales[d] = double(sizes[d]) / double(xt.getDimSize(d));
+    if (static_cast<int64_t>(sz->size()) != n)
+      return c.error() << "sizes has " << sz->size() << " entries for " << n << " axes";
+    // not_larger / not_smaller: one scale for every listed axis, the
+    // smallest or largest of sizes / input, sizes rounded half up.
+    double common = policy == "not_larger" ? INFINITY : 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double r = double((*sz)[i]) / double(xt.getDimSize(axes[i]));
+      common = policy == "not_larger" ? std::min(common, r) : std::max(common, r);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t d = axes[i];
+      if (policy == "stretch") {
+        sizes[d] = (*sz)[i];
+        scales[d] = double(sizes[d]) / double(xt.getDimSize(d));
+      } else {
+        scales[d] = common;
+        sizes[d] = static_cast<int64_t>(std::floor(common * double(xt.getDimSize(d)) + 0.5));
+      }
     }
   } else if (scaleValues) {
-    if (static_cast<int64_t>(scaleValues->size()) != rank)
-      return c.error() << "scales has " << scaleValues->size() << " entries for a rank-" << rank
-                       << " input";
-    for (int64_t d = 0; d < rank; ++d) {
-      scales[d] = (*scaleValues)[d];
+    if (static_cast<int64_t>(scaleValues->size()) != n)
+      return c.error() << "scales has " << scaleValues->size() << " entries for " << n << " axes";
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t d = axes[i];
+      scales[d] = (*scaleValues)[i];
       if (!(scales[d] > 0) || !std::isfinite(scales[d]))
         return c.error() << "scale " << scales[d] << " must be positive";
       double out = std::floor(double(xt.getDimSize(d)) * scales[d]);
@@ -810,12 +833,18 @@ HandlerResult resize(NodeContext &c) {
   } else {
     return c.error() << "needs constant scales or sizes";
   }
-  SmallVector<double> roi;
+  // roi as [starts..., ends...] over every dim (0 and 1 where not listed).
+  SmallVector<double> roi(2 * rank, 0.0);
+  for (int64_t d = 0; d < rank; ++d)
+    roi[d + rank] = 1.0;
   if (coord == "tf_crop_and_resize") {
     auto r = c.input(1) ? c.constantFloats(c.input(1)) : std::nullopt;
-    if (!r || static_cast<int64_t>(r->size()) != 2 * rank)
-      return c.error() << "tf_crop_and_resize needs a constant roi of " << 2 * rank << " values";
-    roi = *r;
+    if (!r || static_cast<int64_t>(r->size()) != 2 * n)
+      return c.error() << "tf_crop_and_resize needs a constant roi of " << 2 * n << " values";
+    for (int64_t i = 0; i < n; ++i) {
+      roi[axes[i]] = (*r)[i];
+      roi[axes[i] + rank] = (*r)[i + n];
+    }
   }
   Value y = *x;
   auto elt = cast<FloatType>(xt.getElementType());
@@ -834,6 +863,10 @@ HandlerResult resize(NodeContext &c) {
     auto source = [&](int64_t o) -> std::optional<double> {
       if (coord == "half_pixel")
         return (o + 0.5) / s - 0.5;
+      if (coord == "half_pixel_symmetric") {
+        double adjustment = double(out) / len, center = double(in) / 2;
+        return center * (1 - adjustment) + (o + 0.5) / s - 0.5;
+      }
       if (coord == "pytorch_half_pixel")
         return len > 1 ? (o + 0.5) / s - 0.5 : 0.0;
       if (coord == "align_corners")
@@ -851,7 +884,17 @@ HandlerResult resize(NodeContext &c) {
       return o / s; // asymmetric
     };
     auto clampIdx = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
-    int64_t numTaps = mode == "nearest" ? 1 : mode == "cubic" ? 4 : 2;
+    // Linear and cubic taps at base + i, i in [start, 2 - start): base =
+    // floor(x) (x - 1 for an integer x, whose ratio is then 1, as ONNX's
+    // reference counts), weight kernel((i - ratio) * k) with k = 1, or with
+    // antialias min(scale, 1): a kernel stretched over the downsampled
+    // footprint, normalized.
+    double stretch = antialias ? std::min(s, 1.0) : 1.0;
+    double support = mode == "cubic" ? 2.0 : 1.0;
+    int64_t start = static_cast<int64_t>(std::floor(-support / stretch)) + 1;
+    int64_t numTaps = mode == "nearest" ? 1 : 2 - 2 * start;
+    if (numTaps > 1024)
+      return c.error() << "a downsampling window of " << numTaps << " taps is out of range";
     AxisTaps taps;
     taps.index.assign(numTaps, {});
     taps.weight.assign(numTaps, {});
@@ -871,23 +914,34 @@ HandlerResult resize(NodeContext &c) {
                        : (v - std::floor(v) == 0.5 ? std::floor(v) : std::round(v));
         at[0] = clampIdx(static_cast<int64_t>(r));
         w[0] = 1.0;
-      } else if (numTaps == 2) {
-        double v = std::clamp(*src, 0.0, double(in - 1));
-        int64_t l = static_cast<int64_t>(std::floor(v));
-        double f = v - double(l);
-        at = {clampIdx(l), clampIdx(l + 1)};
-        w = {1.0 - f, f};
       } else {
-        double v = *src, fl = std::floor(v);
-        auto k = cubicCoefficients(v - fl, cubicA);
-        double sum = 0;
-        for (int64_t t = 0; t < 4; ++t) {
-          int64_t i = static_cast<int64_t>(fl) - 1 + t;
-          w[t] = (excludeOutside && (i < 0 || i >= in)) ? 0.0 : k[t];
-          at[t] = clampIdx(i);
-          sum += w[t];
+        double v = *src, base = std::floor(v), ratio = v - base;
+        if (ratio == 0) {
+          base -= 1;
+          ratio = 1;
         }
-        if (excludeOutside && sum != 0)
+        auto kernel = [&](double t) {
+          t = std::abs(t);
+          if (mode != "cubic")
+            return std::max(0.0, 1.0 - t);
+          double a = cubicA;
+          if (t <= 1)
+            return ((a + 2) * t - (a + 3)) * t * t + 1;
+          if (t < 2)
+            return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+          return 0.0;
+        };
+        double sum = 0;
+        for (int64_t k = 0; k < numTaps; ++k) {
+          int64_t i = start + k, pos = static_cast<int64_t>(base) + i;
+          double wk = kernel((double(i) - ratio) * stretch);
+          if (excludeOutside && (pos < 0 || pos >= in))
+            wk = 0;
+          w[k] = wk;
+          at[k] = clampIdx(pos);
+          sum += wk;
+        }
+        if ((antialias || excludeOutside) && sum != 0)
           for (double &wt : w)
             wt /= sum;
       }
