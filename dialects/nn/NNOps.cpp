@@ -9,6 +9,7 @@
 
 #include "rewire/Support/Shape.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -164,6 +165,19 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult BitcastOp::verify() {
+  Type from = getElementTypeOrSelf(getX().getType()), to = getElementTypeOrSelf(getType());
+  auto width = [](Type t) -> unsigned {
+    if (t.isInteger(1))
+      return 8; // ONNX stores a bool in a byte
+    return t.isIntOrFloat() ? t.getIntOrFloatBitWidth() : 0;
+  };
+  if (!width(from) || width(from) != width(to))
+    return emitOpError() << "reinterprets " << from << " as " << to
+                         << "; both must be integer or float types of one bit width";
+  return success();
+}
 
 #define GET_OP_CLASSES
 #include "dialects/nn/NNOps.cpp.inc"

@@ -767,6 +767,26 @@ def NN_CastOp : NN_Op<"cast", [Pure, Elementwise]> {
   let hasFolder = 1;
 }
 
+def NN_BitcastOp : NN_Op<"bitcast", [Pure, Elementwise]> {
+  let summary = "reinterpret each element's bits as another type of the same width (ONNX BitCast)";
+  let description = [{
+    Same shape, the element type of the result, the bits unchanged: f32 <->
+    i32/ui32, f64 <-> i64, f16/bf16 <-> i16/ui16, between integer types of
+    one width. A bool (one byte in ONNX) reinterprets as an 8-bit integer
+    0 or 1; an 8-bit integer as a bool is true when nonzero. No gradient
+    flows through it.
+
+    Example:
+    ```mlir
+    %y = nn.bitcast %x : tensor<2x16xf32> -> tensor<2x16xi32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def NN_StopGradientOp : NN_Op<"stop_gradient", [Pure, AllTypesMatch<["x", "result"]>]> {
   let summary = "identity whose reverse rule passes no gradient";
   let description = [{

@@ -613,6 +613,7 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::CompareOp::attachInterface<NoGradientRule<nn::CompareOp>>(*ctx);
     nn::LogicalOp::attachInterface<NoGradientRule<nn::LogicalOp>>(*ctx);
     nn::NotOp::attachInterface<NoGradientRule<nn::NotOp>>(*ctx);
+    nn::BitcastOp::attachInterface<NoGradientRule<nn::BitcastOp>>(*ctx);
     nn::SliceOp::attachInterface<SliceRule>(*ctx);
   });
 }

@@ -657,6 +657,10 @@ LogicalResult Exporter::exportOp(Operation *op) {
       })
       .Case([&](nn::WhereOp) { simple("Where"); return success(); })
       .Case([&](nn::StopGradientOp) { simple("Identity"); return success(); })
+      .Case([&](nn::BitcastOp c) -> LogicalResult {
+        return c.emitError() << "cannot export nn.bitcast: ONNX BitCast needs opset 26 and the "
+                                "exporter writes opset 17/20";
+      })
       .Case([&](nn::CastOp c) -> LogicalResult {
         int32_t dt = onnxDataType(c.getType().getElementType());
         if (!dt)

@@ -375,6 +375,49 @@ HandlerResult maxPool(NodeContext &c) {
        c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(spec->pads))}));
 }
 
+/// CausalConvWithState(input [B, C, L], weight [C, 1, k], bias, past_state
+/// [B, C, k-1]): the depthwise convolution of past_state ++ input (zeros
+/// without a past state) over [B, C, 1, L + k - 1], + bias, then SiLU when
+/// activation is silu/swish; present_state is the last k - 1 positions.
+HandlerResult causalConvWithState(NodeContext &c) {
+  auto x = c.tensorInput(0), w = c.tensorInput(1);
+  if (failed(x) || failed(w))
+    return failure();
+  auto xt = typeOf(*x), wt = typeOf(*w);
+  if (!xt.hasStaticShape() || xt.getRank() != 3 || !isa<FloatType>(xt.getElementType()) ||
+      wt.getRank() != 3 || wt.getDimSize(0) != xt.getDimSize(1) || wt.getDimSize(1) != 1)
+    return c.error() << "expects input [B, C, L] and weight [C, 1, k], got " << xt << " and " << wt;
+  int64_t batch = xt.getDimSize(0), channels = xt.getDimSize(1), k = wt.getDimSize(2);
+  std::string act = c.stringAttr("activation").value_or("none");
+  if (act != "none" && act != "silu" && act != "swish")
+    return c.error() << "activation '" << act << "' is not none, silu or swish";
+  Expr e{c};
+  Value past = c.input(3);
+  SmallVector<int64_t> stateShape = {batch, channels, k - 1};
+  if (past && typeOf(past).getShape() != ArrayRef<int64_t>(stateShape))
+    return c.error() << "past_state must be [" << batch << ", " << channels << ", " << k - 1
+                     << "], got " << past.getType();
+  if (!past)
+    past = splatConstant(c, RankedTensorType::get(stateShape, xt.getElementType()), 0);
+  Value full = k > 1 ? e.concat({past, *x}, 2) : *x;
+  int64_t len = xt.getDimSize(2) + k - 1;
+  SmallVector<Value> operands = {e.unsqueeze(full, 2), e.unsqueeze(*w, 2)};
+  if (Value bias = c.input(2))
+    operands.push_back(bias);
+  Value y = make<nn::ConvOp>(c, operands,
+                             {c.b.getNamedAttr("group", c.b.getI64IntegerAttr(channels))});
+  y = y ? e.squeeze(y, 2) : y;
+  if (act != "none")
+    y = e.mul(y, e.un<nn::SigmoidOp>(y));
+  Value present = k > 1 ? e.slice(full, 2, len - (k - 1), len)
+                        : splatConstant(c, RankedTensorType::get(stateShape, xt.getElementType()), 0);
+  if (!y || !present)
+    return failure();
+  SmallVector<Value> out = {y, present};
+  out.resize(std::min<size_t>(2, c.node->getNumResults()));
+  return out;
+}
+
 /// LpPool: (sum over the window of |x|^p)^(1/p), p from the attribute.
 HandlerResult lpPool(NodeContext &c) {
   auto x = c.tensorInput(0);
@@ -582,6 +625,7 @@ const Handler kHandlers[] = {
     {"GlobalAveragePool", 1, 28, globalAveragePool},
     {"AveragePool", 7, 28, averagePool},
     {"LpPool", 11, 28, lpPool},
+    {"CausalConvWithState", 27, 28, causalConvWithState},
     {"ConvTranspose", 11, 28, convTranspose},
 };
 

@@ -486,6 +486,161 @@ HandlerResult centerCropPad(NodeContext &c) {
   return e.done(y);
 }
 
+/// GridSample(X [N, C, S...], grid [N, O..., r]) for r = 1..3 spatial dims,
+/// as ONNX's reference computes it: grid coordinates (x first, so reversed
+/// against X's dims) are unnormalized (align_corners), rounded half to even
+/// for nearest, and outside the border range clamped (border) or reflected
+/// (reflection); then each tap (1 nearest, 2^r linear, 4^r cubic with
+/// A = -0.75) reads X at its index -- 0 outside for zeros padding, else the
+/// clamped or reflected index -- weighted by the product of its per-dim
+/// coefficients. Reads are one gather of X as [N x |S|, C] rows per tap.
+HandlerResult gridSample(NodeContext &c) {
+  auto x = c.tensorInput(0), grid = c.tensorInput(1);
+  if (failed(x) || failed(grid))
+    return failure();
+  auto xt = typeOf(*x), gt = typeOf(*grid);
+  int64_t r = xt.getRank() - 2;
+  if (!xt.hasStaticShape() || !gt.hasStaticShape() || r < 1 || r > 3 ||
+      !isa<FloatType>(xt.getElementType()) || gt.getRank() != r + 2 ||
+      gt.getDimSize(0) != xt.getDimSize(0) || gt.getDimSize(r + 1) != r)
+    return c.error() << "expects static X [N, C, D1..Dr] (r <= 3) and grid [N, O1..Or, r], got " << xt
+                     << " and " << gt;
+  std::string mode = c.stringAttr("mode").value_or(c.opset() < 20 ? "bilinear" : "linear");
+  if (mode == "bilinear")
+    mode = "linear";
+  if (mode == "bicubic")
+    mode = "cubic";
+  std::string padding = c.stringAttr("padding_mode").value_or("zeros");
+  bool align = c.intAttrOr("align_corners", 0) != 0;
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return c.error() << "mode '" << mode << "' is not nearest, linear or cubic";
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return c.error() << "padding_mode '" << padding << "' is not zeros, border or reflection";
+  Expr e{c};
+  int64_t batch = xt.getDimSize(0), channels = xt.getDimSize(1), spatial = 1;
+  SmallVector<int64_t> dims;
+  for (int64_t i = 0; i < r; ++i) {
+    dims.push_back(xt.getDimSize(i + 2));
+    spatial *= dims.back();
+  }
+  auto num = [&](Value like, double v) { return e.num(like, v); };
+  // The coordinate along X's dim i (grid component r - 1 - i).
+  SmallVector<Value> coord(r);
+  SmallVector<double> lo(r), hi(r);
+  for (int64_t i = 0; i < r; ++i) {
+    Value n = e.squeeze(e.slice(*grid, r + 1, r - 1 - i, r - i), r + 1);
+    double d = double(dims[i]);
+    Value v = align ? e.mul(e.add(n, num(n, 1)), num(n, (d - 1) / 2))
+                    : e.div(e.sub(e.mul(e.add(n, num(n, 1)), num(n, d)), num(n, 1)), num(n, 2));
+    if (mode == "nearest")
+      v = e.un<nn::RoundOp>(v);
+    coord[i] = v;
+    lo[i] = align ? 0 : -0.5;
+    hi[i] = align ? d - 1 : d - 0.5;
+  }
+  // Reflect v into [a, b] as ONNX's _gs_reflect does: k = floor(dx / span)
+  // whole spans past the border, then rest = dx - k span from the near
+  // border (k even) or the far one (k odd).
+  auto reflect = [&](Value v, double a, double b) {
+    double span = b - a;
+    if (span <= 0)
+      return num(v, a);
+    auto fold = [&](Value dx, double evenFrom, double evenSign, double oddFrom) {
+      Value k = e.un<nn::FloorOp>(e.div(dx, num(dx, span)));
+      Value rest = e.sub(dx, e.mul(k, num(dx, span)));
+      Value even = e.cmp(P::eq, e.sub(k, e.mul(num(k, 2), e.un<nn::FloorOp>(e.div(k, num(k, 2))))),
+                         num(k, 0));
+      Value signedRest = e.mul(rest, num(rest, evenSign));
+      return e.where(even, e.add(num(v, evenFrom), signedRest), e.sub(num(v, oddFrom), signedRest));
+    };
+    Value below = fold(e.sub(num(v, a), v), a, 1, b);
+    Value above = fold(e.sub(v, num(v, b)), b, -1, a);
+    return e.where(e.cmp(P::lt, v, num(v, a)), below, e.where(e.cmp(P::gt, v, num(v, b)), above, v));
+  };
+  for (int64_t i = 0; i < r; ++i) {
+    Value v = coord[i];
+    if (padding == "border")
+      v = e.where(e.logical(nn::LogicalKind::or_, e.cmp(P::lt, v, num(v, lo[i])), e.cmp(P::gt, v, num(v, hi[i]))),
+                  e.max(e.min(v, num(v, double(dims[i] - 1))), num(v, 0)), v);
+    else if (padding == "reflection")
+      v = reflect(v, lo[i], hi[i]);
+    coord[i] = v;
+  }
+  // Taps per dim: offsets from base = floor(v) (v itself for nearest).
+  SmallVector<int64_t> offsets = mode == "nearest" ? SmallVector<int64_t>{0}
+                                 : mode == "linear" ? SmallVector<int64_t>{0, 1}
+                                                    : SmallVector<int64_t>{-1, 0, 1, 2};
+  int64_t per = static_cast<int64_t>(offsets.size());
+  SmallVector<Value> base(r), frac(r);
+  for (int64_t i = 0; i < r; ++i) {
+    base[i] = mode == "nearest" ? coord[i] : e.un<nn::FloorOp>(coord[i]);
+    frac[i] = e.sub(coord[i], base[i]);
+  }
+  auto coefficient = [&](Value f, int64_t t) -> Value {
+    if (mode == "nearest")
+      return Value();
+    if (mode == "linear")
+      return t == 0 ? e.sub(num(f, 1), f) : f;
+    double a = -0.75;
+    // Keys' cubic at distance |t - f| for the taps -1, 0, 1, 2.
+    Value dist = t <= 0 ? e.add(f, num(f, double(-t))) : e.sub(num(f, double(t)), f);
+    if (t == 0 || t == 1)
+      return e.add(e.mul(e.mul(e.sub(e.mul(num(f, a + 2), dist), num(f, a + 3)), dist), dist), num(f, 1));
+    return e.sub(e.mul(e.add(e.mul(e.sub(e.mul(num(f, a), dist), num(f, 5 * a)), dist), num(f, 8 * a)), dist),
+                 num(f, 4 * a));
+  };
+  // X as rows [N x |S|, C]; each output point's batch offset.
+  SmallVector<int64_t> perm = {0};
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i + 2);
+  perm.push_back(1);
+  Value rows = e.reshape(e.transpose(*x, perm), {batch * spatial, channels});
+  SmallVector<int64_t> boShape(r + 1, 1), bo;
+  boShape[0] = batch;
+  for (int64_t n = 0; n < batch; ++n)
+    bo.push_back(n * spatial);
+  Value batchOffset = i64Constant(c, boShape, bo);
+  SmallVector<int64_t> strides(r, 1);
+  for (int64_t i = r - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  int64_t taps = 1;
+  for (int64_t i = 0; i < r; ++i)
+    taps *= per;
+  Value acc;
+  for (int64_t t = 0; t < taps; ++t) {
+    Value weight, valid, index = batchOffset;
+    for (int64_t i = 0, rem = t; i < r; ++i, rem /= per) {
+      int64_t off = offsets[rem % per];
+      Value pos = off ? e.add(base[i], num(base[i], double(off))) : base[i];
+      if (Value w = coefficient(frac[i], off))
+        weight = weight ? e.mul(weight, w) : w;
+      if (padding == "zeros") {
+        Value inside = e.logical(nn::LogicalKind::and_, e.cmp(P::ge, pos, num(pos, 0)),
+                                 e.cmp(P::le, pos, num(pos, double(dims[i] - 1))));
+        valid = valid ? e.logical(nn::LogicalKind::and_, valid, inside) : inside;
+      } else if (padding == "reflection") {
+        pos = e.un<nn::FloorOp>(e.un<nn::AbsOp>(reflect(pos, lo[i], hi[i])));
+      }
+      pos = e.max(e.min(pos, num(pos, double(dims[i] - 1))), num(pos, 0));
+      index = e.add(index, e.mul(e.cast(pos, c.b.getI64Type()), e.num(batchOffset, double(strides[i]))));
+    }
+    if (valid) {
+      Value one = weight ? weight : e.num(base[0], 1);
+      weight = e.where(valid, one, e.num(base[0], 0));
+    }
+    Value picked = make<nn::GatherOp>(c, {rows, index}, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(0))});
+    Value term = weight ? e.mul(picked, e.unsqueeze(weight, r + 1)) : picked;
+    acc = acc ? e.add(acc, term) : term;
+    if (!acc)
+      return failure();
+  }
+  // [N, O..., C] -> [N, C, O...].
+  SmallVector<int64_t> back = {0, r + 1};
+  for (int64_t i = 1; i <= r; ++i)
+    back.push_back(i);
+  return e.done(e.transpose(acc, back));
+}
+
 /// ArgMax / ArgMin as nn.arg_reduce.
 HandlerResult argReduce(NodeContext &c) {
   auto x = c.tensorInput(0);
@@ -995,6 +1150,7 @@ const Handler kHandlers[] = {
     {"Upsample", 7, 9, resize},
     {"ArgMax", 11, 28, argReduce},
     {"TopK", 1, 28, topK},
+    {"GridSample", 16, 28, gridSample},
     {"CenterCropPad", 18, 28, centerCropPad},
     {"ArgMin", 11, 28, argReduce},
     {"Hardmax", 11, 28, hardmax},

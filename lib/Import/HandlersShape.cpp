@@ -415,6 +415,23 @@ HandlerResult size(NodeContext &c) {
       makeI64Constant(c.b, c.loc(), {typeOf(*x).getNumElements()}, /*scalar=*/true)};
 }
 
+/// BitCast(x, to): nn.bitcast (the verifier checks the widths).
+HandlerResult bitCast(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto to = c.intAttr("to");
+  Type elt = to ? elementTypeOf(c.b.getContext(), static_cast<int32_t>(*to)) : Type();
+  if (!elt)
+    return c.error() << "the 'to' attribute must name a data type Rewire supports";
+  auto op = nn::BitcastOp::create(c.b, c.loc(), RankedTensorType::get(typeOf(*x).getShape(), elt), *x);
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return SmallVector<Value>{op};
+}
+
 /// CastLike(x, like): Cast to like's element type.
 HandlerResult castLike(NodeContext &c) {
   auto x = c.tensorInput(0), like = c.tensorInput(1);
@@ -429,6 +446,7 @@ HandlerResult castLike(NodeContext &c) {
 const Handler kHandlers[] = {
     {"Size", 1, 28, size},
     {"CastLike", 15, 28, castLike},
+    {"BitCast", 26, 28, bitCast},
     {"Reshape", 5, 28, reshape},
     {"Flatten", 1, 28, flatten},
     {"Transpose", 1, 28, transpose},

@@ -161,6 +161,37 @@ struct CastLowering : OpConversionPattern<nn::CastOp> {
   }
 };
 
+/// nn.bitcast: arith.bitcast per element (after the unsigned types became
+/// signless, integer to integer of one width is the identity); a bool
+/// widens to 0/1 and an 8-bit integer narrows to `!= 0`.
+struct BitcastLowering : OpConversionPattern<nn::BitcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(nn::BitcastOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    auto in = cast<RankedTensorType>(a.getX().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape())
+      return rw.notifyMatchFailure(op, "static shapes only");
+    Type from = in.getElementType(), to = type.getElementType();
+    Location loc = op.getLoc();
+    Value init = tensor::EmptyOp::create(rw, loc, type.getShape(), to);
+    rw.replaceOp(op, rewire::parallelGeneric(
+                         rw, loc, init, {a.getX()}, {rw.getMultiDimIdentityMap(type.getRank())},
+                         [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                           if (from == to)
+                             return v[0];
+                           if (from.isInteger(1))
+                             return arith::ExtUIOp::create(b, l, to, v[0]);
+                           if (to.isInteger(1))
+                             return arith::CmpIOp::create(
+                                 b, l, arith::CmpIPredicate::ne, v[0],
+                                 arith::ConstantOp::create(b, l, b.getIntegerAttr(from, 0)));
+                           return arith::BitcastOp::create(b, l, to, v[0]);
+                         }));
+    return success();
+  }
+};
+
 } // namespace
 
 /// ONNX Cast semantics: bool is i1 (nonzero is true); float to int
@@ -205,5 +236,5 @@ Value rewire::convertElement(OpBuilder &b, Location l, Value v, Type from, Type 
 
 void rewire::populateNNDataMovementLowerings(RewritePatternSet &patterns) {
   patterns.add<SliceLowering, ConcatLowering, StopGradientLowering, ReshapeLike<nn::SqueezeOp>,
-               ReshapeLike<nn::UnsqueezeOp>, CastLowering>(patterns.getContext());
+               ReshapeLike<nn::UnsqueezeOp>, CastLowering, BitcastLowering>(patterns.getContext());
 }

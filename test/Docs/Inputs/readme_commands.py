@@ -118,6 +118,8 @@ def needs(args, env):
         print("     (no GPU: on the CUDA emulator)")
         if "--profile=20" in args:
             args.remove("--profile=20")  # the emulator has no CUDA events
+    if "--onnx-wheel" in joined:
+        return "downloads the onnx wheel from PyPI to generate its node tests (a separate command)"
     if "fixture-venv.sh" in joined or "make-model-fixtures.py" in joined:
         return "downloads PyTorch 2.x from PyPI (~6 GB) to regenerate the committed fixtures"
     if "bench/gpt2_stack.py" in joined:
