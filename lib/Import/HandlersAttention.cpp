@@ -198,6 +198,102 @@ HandlerResult attention(NodeContext &c) {
   return out;
 }
 
+/// LinearAttention (opset 27) unrolled over the static sequence, in f32 as
+/// ONNX's reference: per step the state S [B, Hkv, dk, dv] decays by
+/// exp(g_t) (gated rules), takes k_t (x) v_t -- v_t corrected to
+/// beta_t (v_t - S^T k_t) by the delta rules -- and o_t = scale q_t^T S
+/// (query head h reads KV head h / (Hq / Hkv)).
+HandlerResult linearAttention(NodeContext &c) {
+  auto q = c.tensorInput(0), k = c.tensorInput(1), v = c.tensorInput(2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  std::string rule = c.stringAttr("update_rule").value_or("gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    return c.error() << "update_rule '" << rule << "' is not linear, gated, delta or gated_delta";
+  bool gating = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  auto qh = c.intAttr("q_num_heads"), kvh = c.intAttr("kv_num_heads");
+  auto qt = typeOf(*q), kt = typeOf(*k), vt = typeOf(*v);
+  if (!qh || !kvh || *qh < 1 || *kvh < 1 || *qh % *kvh || qt.getRank() != 3 || kt.getRank() != 3 ||
+      vt.getRank() != 3 || !qt.hasStaticShape() || !kt.hasStaticShape() || !vt.hasStaticShape() ||
+      qt.getDimSize(2) % *qh || kt.getDimSize(2) % *kvh || vt.getDimSize(2) % *kvh ||
+      !isa<FloatType>(qt.getElementType()))
+    return c.error() << "expects static float query/key/value [B, T, H*D] and q_num_heads a multiple "
+                        "of kv_num_heads dividing their last dims";
+  Value decay = c.input(4), beta = c.input(5), past = c.input(3);
+  if (gating != bool(decay) || delta != bool(beta))
+    return c.error() << "update_rule '" << rule << "' " << (gating ? "needs" : "takes no")
+                     << " decay and " << (delta ? "needs" : "takes no") << " beta";
+  int64_t batch = qt.getDimSize(0), steps = qt.getDimSize(1), dk = qt.getDimSize(2) / *qh,
+          dv = vt.getDimSize(2) / *kvh;
+  constexpr int64_t kMaxSteps = 2048;
+  if (steps > kMaxSteps)
+    return c.error() << "a sequence of " << steps << " steps is over the " << kMaxSteps
+                     << " Rewire unrolls";
+  Expr e{c};
+  Type f32 = c.b.getF32Type(), elt = qt.getElementType();
+  auto f = [&](Value x) { return x && typeOf(x).getElementType() != f32 ? e.cast(x, f32) : x; };
+  Value Q = splitHeads(e, f(*q), *qh), K = splitHeads(e, f(*k), *kvh), V = splitHeads(e, f(*v), *kvh);
+  // decay [B, T, Hkv or Hkv*dk] -> [B, Hkv, T, 1 or dk]; beta [B, T, Hkv or 1] -> [B, H, T, 1].
+  Value G, Bt;
+  if (decay) {
+    auto dt = typeOf(decay);
+    int64_t last = dt.getRank() == 3 ? dt.getDimSize(2) : -1;
+    if (last != *kvh && last != *kvh * dk)
+      return c.error() << "decay must be [B, T, kv_num_heads] or [B, T, kv_num_heads * d_k], got "
+                       << dt;
+    G = last == *kvh ? e.transpose(e.reshape(f(decay), {batch, steps, *kvh, 1}), {0, 2, 1, 3})
+                     : splitHeads(e, f(decay), *kvh);
+  }
+  if (beta) {
+    auto bt = typeOf(beta);
+    int64_t last = bt.getRank() == 3 ? bt.getDimSize(2) : -1;
+    if (last != *kvh && last != 1)
+      return c.error() << "beta must be [B, T, kv_num_heads] or [B, T, 1], got " << bt;
+    Bt = e.transpose(e.reshape(f(beta), {batch, steps, last, 1}), {0, 2, 1, 3});
+  }
+  SmallVector<int64_t> stateShape = {batch, *kvh, dk, dv};
+  Type stateElt = past ? typeOf(past).getElementType() : elt;
+  if (past && typeOf(past).getShape() != ArrayRef<int64_t>(stateShape))
+    return c.error() << "past_state must be [B, kv_num_heads, d_k, d_v], got " << past.getType();
+  Value S = past ? f(past) : splatConstant(c, RankedTensorType::get(stateShape, f32), 0);
+  double scale = c.floatAttrOr("scale", 0);
+  if (scale == 0)
+    scale = 1 / std::sqrt(double(dk));
+  Value heads;
+  if (*qh != *kvh) {
+    SmallVector<int64_t> idx;
+    for (int64_t h = 0; h < *qh; ++h)
+      idx.push_back(h / (*qh / *kvh));
+    auto type = RankedTensorType::get({*qh}, c.b.getI64Type());
+    heads = nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, idx));
+  }
+  auto axis1 = c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(1));
+  SmallVector<Value> outs;
+  for (int64_t t = 0; t < steps; ++t) {
+    auto at = [&](Value x) { return e.slice(x, 2, t, t + 1); };
+    Value qs = at(Q), ks = at(K), vs = at(V);
+    if (gating)
+      S = e.mul(S, e.transpose(e.un<nn::ExpOp>(at(G)), {0, 1, 3, 2}));
+    if (delta)
+      vs = e.mul(at(Bt), e.sub(vs, e.matmul(ks, S)));
+    S = e.add(S, e.matmul(e.transpose(ks, {0, 1, 3, 2}), vs));
+    Value read = heads ? make<nn::GatherOp>(c, {S, heads}, {axis1}) : S;
+    outs.push_back(e.mul(e.matmul(qs, read), e.num(qs, scale)));
+    if (!outs.back())
+      return failure();
+  }
+  Value y = e.reshape(e.transpose(e.concat(outs, 2), {0, 2, 1, 3}), {batch, steps, *qh * dv});
+  if (y && elt != f32)
+    y = e.cast(y, elt);
+  if (S && stateElt != f32)
+    S = e.cast(S, stateElt);
+  if (!y || !S)
+    return failure();
+  SmallVector<Value> out = {y, S};
+  out.resize(std::min<size_t>(2, c.node->getNumResults()));
+  return out;
+}
+
 HandlerResult rmsNormalization(NodeContext &c) {
   auto x = c.tensorInput(0), scale = c.tensorInput(1);
   if (failed(x) || failed(scale))
@@ -301,6 +397,7 @@ const Handler kHandlers[] = {
     {"Attention", 23, 28, attention},
     {"RMSNormalization", 23, 28, rmsNormalization},
     {"RotaryEmbedding", 23, 28, rotaryEmbedding},
+    {"LinearAttention", 27, 28, linearAttention},
 };
 
 } // namespace
