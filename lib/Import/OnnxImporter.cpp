@@ -196,7 +196,7 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
                                              indexingHandlers(), activationHandlers(),
                                              lossHandlers(), quantizeHandlers(),
                                              einsumHandlers(), recurrentHandlers(),
-                                             attentionHandlers()};
+                                             attentionHandlers(), signalHandlers()};
   return tables;
 }
 

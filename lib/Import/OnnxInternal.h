@@ -147,6 +147,7 @@ llvm::ArrayRef<Handler> quantizeHandlers();
 llvm::ArrayRef<Handler> einsumHandlers();
 llvm::ArrayRef<Handler> recurrentHandlers();
 llvm::ArrayRef<Handler> attentionHandlers();
+llvm::ArrayRef<Handler> signalHandlers();
 
 /// The handler for `opType` at `opset` in the default domain, if any.
 const Handler *findHandler(llvm::StringRef opType, int64_t opset);
