@@ -70,7 +70,7 @@ SHAPE_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueez
                 "CumSum": {1}, "CumProd": {1}, "CenterCropPad": {1}, "Trilu": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
                 "OneHot": {1}, "TopK": {1}, "Resize": {1, 2, 3}, "Upsample": {1}, "Clip": {1, 2},
                 "Dropout": {1, 2}, "HannWindow": {0}, "HammingWindow": {0},
-                "BlackmanWindow": {0}, "DFT": {1, 2}}
+                "BlackmanWindow": {0}, "DFT": {1, 2}, "AffineGrid": {1}, "Col2Im": {1, 2}}
 
 
 EXPANDED = "(several nodes: *_expanded)"

@@ -418,6 +418,64 @@ HandlerResult causalConvWithState(NodeContext &c) {
   return out;
 }
 
+/// Col2Im(input [N, C*kh*kw, L], image_shape [H, W], block_shape [kh, kw])
+/// for 2-D images: the adjoint of im2col, which is a convolution with the
+/// one-hot kernel [C*kh*kw, C, kh, kw]; so nn.conv_input_grad of the
+/// columns (as [N, C*kh*kw, oh, ow]) with that kernel, pads, strides and
+/// dilations, sums every block back into place.
+HandlerResult col2Im(NodeContext &c) {
+  auto x = c.tensorInput(0);
+  auto image = c.constantIntsInput(1, "image_shape"), block = c.constantIntsInput(2, "block_shape");
+  if (failed(x) || failed(image) || failed(block))
+    return failure();
+  auto xt = typeOf(*x);
+  if (image->size() != 2 || block->size() != 2)
+    return c.error() << "only 2-D images are supported, got image_shape of " << image->size()
+                     << " dims";
+  if (!xt.hasStaticShape() || xt.getRank() != 3 || !isa<FloatType>(xt.getElementType()))
+    return c.error() << "expects a static float input [N, C*K, L], got " << xt;
+  int64_t kh = (*block)[0], kw = (*block)[1], h = (*image)[0], w = (*image)[1];
+  SmallVector<int64_t> strides = c.intsAttr("strides").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> dilations = c.intsAttr("dilations").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> pads = c.intsAttr("pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
+  if (kh < 1 || kw < 1 || h < 1 || w < 1 || strides.size() != 2 || dilations.size() != 2 ||
+      pads.size() != 4 || llvm::any_of(strides, [](int64_t v) { return v < 1; }) ||
+      llvm::any_of(dilations, [](int64_t v) { return v < 1; }))
+    return c.error() << "block, image, strides, dilations and pads are out of range";
+  int64_t k = kh * kw;
+  if (xt.getDimSize(1) % k)
+    return c.error() << "input dim 1 (" << xt.getDimSize(1) << ") is not a multiple of the block size "
+                     << k;
+  int64_t channels = xt.getDimSize(1) / k;
+  int64_t oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) / strides[0] + 1;
+  int64_t ow = (w + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) / strides[1] + 1;
+  if (oh < 1 || ow < 1 || oh * ow != xt.getDimSize(2))
+    return c.error() << "the input has " << xt.getDimSize(2) << " blocks; the image holds " << oh
+                     << " x " << ow;
+  if (!fitsBuiltConstant(c, checkedMul(channels * k, channels * k).value_or(-1), "the one-hot kernel"))
+    return failure();
+  SmallVector<double> onehot;
+  for (int64_t o = 0; o < channels * k; ++o)
+    for (int64_t ci = 0; ci < channels; ++ci)
+      for (int64_t t = 0; t < k; ++t)
+        onehot.push_back(o == ci * k + t ? 1.0 : 0.0);
+  Expr e{c};
+  Value kernel =
+      floatsConstant(c, RankedTensorType::get({channels * k, channels, kh, kw}, xt.getElementType()), onehot);
+  Value cols = e.reshape(*x, {xt.getDimSize(0), channels * k, oh, ow});
+  if (!cols)
+    return failure();
+  auto op = nn::ConvInputGradOp::create(
+      c.b, c.loc(), RankedTensorType::get({xt.getDimSize(0), channels, h, w}, xt.getElementType()), cols,
+      kernel, c.b.getDenseI64ArrayAttr(strides), c.b.getDenseI64ArrayAttr(pads),
+      c.b.getDenseI64ArrayAttr(dilations), c.b.getI64IntegerAttr(1));
+  if (failed(op.verify())) {
+    op.erase();
+    return failure();
+  }
+  return SmallVector<Value>{op};
+}
+
 /// LpPool: (sum over the window of |x|^p)^(1/p), p from the attribute.
 HandlerResult lpPool(NodeContext &c) {
   auto x = c.tensorInput(0);
@@ -626,6 +684,7 @@ const Handler kHandlers[] = {
     {"AveragePool", 7, 28, averagePool},
     {"LpPool", 11, 28, lpPool},
     {"CausalConvWithState", 27, 28, causalConvWithState},
+    {"Col2Im", 18, 28, col2Im},
     {"ConvTranspose", 11, 28, convTranspose},
 };
 

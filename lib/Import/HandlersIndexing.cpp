@@ -641,6 +641,56 @@ HandlerResult gridSample(NodeContext &c) {
   return e.done(e.transpose(acc, back));
 }
 
+/// AffineGrid(theta [N, r, r+1], size [N, C, D1..Dr]) for r = 2, 3: the
+/// constant base grid (x over the last dim, then y, z; normalized to
+/// [-1, 1] by align_corners) with a 1 appended, times theta^T: one batched
+/// matmul, [N, D1..Dr, r].
+HandlerResult affineGrid(NodeContext &c) {
+  auto theta = c.tensorInput(0);
+  auto size = c.constantIntsInput(1, "size");
+  if (failed(theta) || failed(size))
+    return failure();
+  auto tt = typeOf(*theta);
+  int64_t r = static_cast<int64_t>(size->size()) - 2;
+  if ((r != 2 && r != 3) || !tt.hasStaticShape() || !isa<FloatType>(tt.getElementType()) ||
+      tt.getRank() != 3 || tt.getDimSize(1) != r || tt.getDimSize(2) != r + 1 ||
+      tt.getDimSize(0) != (*size)[0])
+    return c.error() << "expects theta [N, r, r+1] and size [N, C, D1..Dr] for r = 2 or 3, got " << tt;
+  bool align = c.intAttrOr("align_corners", 0) != 0;
+  SmallVector<int64_t> dims(size->begin() + 2, size->end());
+  int64_t points = 1;
+  for (int64_t d : dims) {
+    if (d < 1 || d > (1 << 16))
+      return c.error() << "size " << d << " is out of range";
+    points *= d;
+  }
+  if (!fitsBuiltConstant(c, checkedMul(points, r + 1).value_or(-1), "the base grid"))
+    return failure();
+  auto coordinate = [&](int64_t i, int64_t n) {
+    if (n == 1)
+      return 0.0;
+    return align ? -1.0 + 2.0 * double(i) / double(n - 1) : (2.0 * double(i) + 1) / double(n) - 1;
+  };
+  SmallVector<double> base;
+  SmallVector<int64_t> at(r, 0);
+  for (int64_t p = 0; p < points; ++p) {
+    for (int64_t i = r - 1, rem = p; i >= 0; --i) {
+      at[i] = rem % dims[i];
+      rem /= dims[i];
+    }
+    for (int64_t i = r - 1; i >= 0; --i) // x (last dim) first
+      base.push_back(coordinate(at[i], dims[i]));
+    base.push_back(1.0);
+  }
+  Expr e{c};
+  Value grid = floatsConstant(c, RankedTensorType::get({points, r + 1}, tt.getElementType()), base);
+  Value y = e.matmul(grid, e.transpose(*theta, {0, 2, 1}));
+  SmallVector<int64_t> shape = {(*size)[0]};
+  shape.append(dims.begin(), dims.end());
+  shape.push_back(r);
+  return e.done(e.reshape(y, shape));
+}
+
 /// ArgMax / ArgMin as nn.arg_reduce.
 HandlerResult argReduce(NodeContext &c) {
   auto x = c.tensorInput(0);
@@ -1151,6 +1201,7 @@ const Handler kHandlers[] = {
     {"ArgMax", 11, 28, argReduce},
     {"TopK", 1, 28, topK},
     {"GridSample", 16, 28, gridSample},
+    {"AffineGrid", 20, 28, affineGrid},
     {"CenterCropPad", 18, 28, centerCropPad},
     {"ArgMin", 11, 28, argReduce},
     {"Hardmax", 11, 28, hardmax},

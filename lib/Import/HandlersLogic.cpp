@@ -374,8 +374,6 @@ HandlerResult mod(NodeContext &c) {
   // differ.
   Type elt = typeOf(*a).getElementType();
   bool isFloat = isa<FloatType>(elt);
-  if (isFloat && !fmod)
-    return c.error() << "fmod = 0 is only defined for integers (ONNX Mod)";
   if (typeOf(*b).getElementType() != elt)
     return c.error() << "the operands must have one element type";
   Expr e{c};
@@ -390,6 +388,17 @@ HandlerResult mod(NodeContext &c) {
                              e.cmp(nn::ComparePredicate::lt, *b, zero));
     Value fix = e.logical(nn::LogicalKind::and_, e.cmp(nn::ComparePredicate::ne, r, zero), differ);
     r = e.where(fix, e.add(r, *b), r);
+    // Floats (opset 28): a finite a over an infinite b is a when their signs
+    // agree (or a is 0), else b; the formula above gives NaN there. NaNs,
+    // infinite a and zero b stay NaN, as ONNX specifies.
+    if (isFloat) {
+      Value inf = e.cmp(nn::ComparePredicate::eq, e.un<nn::AbsOp>(*b), e.num(*b, INFINITY));
+      Value finite = e.cmp(nn::ComparePredicate::lt, e.un<nn::AbsOp>(*a), e.num(*a, INFINITY));
+      Value same = e.logical(nn::LogicalKind::or_, e.cmp(nn::ComparePredicate::eq, *a, zero),
+                             e.logical(nn::LogicalKind::xor_, e.cmp(nn::ComparePredicate::lt, *a, zero),
+                                       e.cmp(nn::ComparePredicate::gt, *b, zero)));
+      r = e.where(e.logical(nn::LogicalKind::and_, inf, finite), e.where(same, *a, *b), r);
+    }
   }
   return e.done(r);
 }
