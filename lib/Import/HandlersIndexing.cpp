@@ -806,6 +806,93 @@ HandlerResult topK(NodeContext &c) {
   return SmallVector<Value>{vs, is};
 }
 
+/// An i64 index tensor of `shape` whose value along `axis` is its position
+/// (0..n-1), broadcast over the other dims.
+Value positionsAlong(NodeContext &c, Expr &e, ArrayRef<int64_t> shape, int64_t axis) {
+  Value iota = iotaAlong(c, shape[axis], axis, static_cast<int64_t>(shape.size()));
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return e.add(iota, i64Constant(c, shape, SmallVector<int64_t>(n, 0)));
+}
+
+/// `v` ([batch]) as [1, .., batch, .., 1] along `axis` of a rank-`rank` value.
+Value perBatch(Expr &e, Value v, int64_t axis, int64_t rank) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = typeOf(v).getNumElements();
+  return e.reshape(e.cast(v, e.c.b.getI64Type()), shape);
+}
+
+/// ReverseSequence(x, sequence_lens): along time_axis, each batch entry's
+/// first len positions reversed, the rest kept -- GatherElements at
+/// t < len ? len - 1 - t : t (run-time lengths).
+HandlerResult reverseSequence(NodeContext &c) {
+  auto x = c.tensorInput(0), lens = c.tensorInput(1);
+  if (failed(x) || failed(lens))
+    return failure();
+  auto xt = typeOf(*x);
+  int64_t rank = xt.getRank(), timeAxis = c.intAttrOr("time_axis", 0), batchAxis = c.intAttrOr("batch_axis", 1);
+  if (!xt.hasStaticShape() || rank < 2 || !normalizeAxisInPlace(timeAxis, rank) ||
+      !normalizeAxisInPlace(batchAxis, rank) || timeAxis == batchAxis ||
+      typeOf(*lens).getNumElements() != xt.getDimSize(batchAxis))
+    return c.error() << "expects a static input of rank >= 2, distinct time and batch axes and one "
+                        "length per batch entry";
+  if (!fitsBuiltConstant(c, xt.getNumElements(), "the reversed positions"))
+    return failure();
+  Expr e{c};
+  Value t = positionsAlong(c, e, xt.getShape(), timeAxis);
+  Value len = perBatch(e, *lens, batchAxis, rank);
+  Value idx = e.where(e.cmp(P::lt, t, len), e.sub(e.sub(len, e.num(len, 1)), t), t);
+  if (!idx)
+    return failure();
+  return single(gatherElementsOf(c, *x, idx, timeAxis));
+}
+
+/// TensorScatter(past_cache, update, write_indices) (opset 24): the cache
+/// with each batch entry's update written along `axis` from its write
+/// index on (wrapping around in circular mode): at position p the update's
+/// p - w (mod the cache length when circular) where that is below the
+/// update's length, else the cache.
+HandlerResult tensorScatter(NodeContext &c) {
+  auto past = c.tensorInput(0), upd = c.tensorInput(1);
+  if (failed(past) || failed(upd))
+    return failure();
+  auto pt = typeOf(*past), ut = typeOf(*upd);
+  int64_t rank = pt.getRank(), axis = c.intAttrOr("axis", -2);
+  std::string mode = c.stringAttr("mode").value_or("linear");
+  if (mode != "linear" && mode != "circular")
+    return c.error() << "mode '" << mode << "' is not linear or circular";
+  if (!pt.hasStaticShape() || !ut.hasStaticShape() || ut.getRank() != rank || rank < 2 ||
+      !normalizeAxisInPlace(axis, rank) || axis == 0)
+    return c.error() << "expects static past_cache and update of one rank (>= 2) and a non-batch axis";
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && pt.getDimSize(d) != ut.getDimSize(d))
+      return c.error() << "update " << ut << " and past_cache " << pt << " differ outside the axis";
+  int64_t maxLen = pt.getDimSize(axis), len = ut.getDimSize(axis);
+  if (len > maxLen)
+    return c.error() << "the update (" << len << ") is longer than the cache (" << maxLen << ")";
+  if (!fitsBuiltConstant(c, pt.getNumElements(), "the cache positions"))
+    return failure();
+  Expr e{c};
+  Value p = positionsAlong(c, e, pt.getShape(), axis);
+  Value w = c.input(2) ? perBatch(e, c.input(2), 0, rank) : i64Constant(c, {}, {0});
+  Value s = e.sub(p, w);
+  if (mode == "circular") {
+    Value m = e.num(s, double(maxLen));
+    s = e.sub(s, e.mul(e.div(s, m), m));
+    s = e.where(e.cmp(P::lt, s, e.num(s, 0)), e.add(s, m), s);
+  }
+  Value written = e.logical(nn::LogicalKind::and_, e.cmp(P::ge, s, e.num(s, 0)),
+                            e.cmp(P::lt, s, e.num(s, double(len))));
+  Value safe = e.where(written, s, e.num(s, 0));
+  if (!safe)
+    return failure();
+  auto fromUpdate = gatherElementsOf(c, *upd, safe, axis);
+  if (failed(fromUpdate))
+    return failure();
+  return e.done(e.where(written, *fromUpdate, *past));
+}
+
 /// Hardmax(x, axis): 1 at the first maximum along axis, 0 elsewhere (over
 /// dims [axis, rank) flattened before opset 13).
 HandlerResult hardmax(NodeContext &c) {
@@ -1202,6 +1289,8 @@ const Handler kHandlers[] = {
     {"TopK", 1, 28, topK},
     {"GridSample", 16, 28, gridSample},
     {"AffineGrid", 20, 28, affineGrid},
+    {"ReverseSequence", 10, 28, reverseSequence},
+    {"TensorScatter", 24, 28, tensorScatter},
     {"CenterCropPad", 18, 28, centerCropPad},
     {"ArgMin", 11, 28, argReduce},
     {"Hardmax", 11, 28, hardmax},
