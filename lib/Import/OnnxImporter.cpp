@@ -196,7 +196,8 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
                                              indexingHandlers(), activationHandlers(),
                                              lossHandlers(), quantizeHandlers(),
                                              einsumHandlers(), recurrentHandlers(),
-                                             attentionHandlers(), signalHandlers()};
+                                             attentionHandlers(), signalHandlers(),
+                                             trainingHandlers()};
   return tables;
 }
 
@@ -205,7 +206,7 @@ std::vector<rewire::onnx_import::SupportedOp> rewire::onnx_import::supportedOps(
   std::vector<SupportedOp> ops = {{"Constant", 1, 28}};
   for (ArrayRef<Handler> table : allTables())
     for (const Handler &h : table)
-      ops.push_back({h.opType, h.minOpset, h.maxOpset});
+      ops.push_back({h.opType, h.minOpset, h.maxOpset, h.domain});
   std::sort(ops.begin(), ops.end(), [](const SupportedOp &a, const SupportedOp &b) {
     return std::tie(a.opType, a.minOpset) < std::tie(b.opType, b.minOpset);
   });
@@ -229,11 +230,14 @@ std::optional<std::string> rewire::onnx_import::parseInputShape(StringRef spec,
   return std::nullopt;
 }
 
-const Handler *rewire::onnx_import::findHandler(StringRef opType,
-                                                int64_t opset) {
+const Handler *rewire::onnx_import::findHandler(StringRef opType, int64_t opset,
+                                                StringRef domain) {
+  if (domain == "ai.onnx")
+    domain = "";
   for (ArrayRef<Handler> table : allTables())
     for (const Handler &h : table)
-      if (opType == h.opType && opset >= h.minOpset && opset <= h.maxOpset)
+      if (opType == h.opType && domain == h.domain && opset >= h.minOpset &&
+          opset <= h.maxOpset)
         return &h;
   return nullptr;
 }
@@ -241,7 +245,7 @@ const Handler *rewire::onnx_import::findHandler(StringRef opType,
 bool rewire::onnx_import::hasAnyHandler(StringRef opType) {
   for (ArrayRef<Handler> table : allTables())
     for (const Handler &h : table)
-      if (opType == h.opType)
+      if (opType == h.opType && !*h.domain)
         return true;
   return false;
 }
@@ -566,8 +570,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       b.getDictionaryAttr(attrs), b.getDenseI64ArrayAttr(absent));
 
   // Stage 2: legalization by the (op type, opset) handler.
-  const Handler *handler =
-      defaultDomain ? findHandler(node.op_type(), opset) : nullptr;
+  const Handler *handler = findHandler(node.op_type(), defaultDomain ? opset : nodeOpset, domain);
   // With --allow-unsupported, consumers of generic ops stay generic too.
   bool typedInputs = llvm::none_of(
       operands, [](Value v) { return isa<NoneType>(v.getType()); });
@@ -651,10 +654,10 @@ LogicalResult Importer::checkAllSupported(const onnx::GraphProto &graph) {
     const onnx::NodeProto &node = graph.node(i);
     StringRef domain = node.domain();
     bool defaultDomain = domain.empty() || domain == "ai.onnx";
-    if (defaultDomain && (node.op_type() == "Constant" ||
-                          findHandler(node.op_type(), opset)))
-      continue;
     int64_t nodeOpset = opsetOf(domain);
+    if ((defaultDomain && node.op_type() == "Constant") ||
+        findHandler(node.op_type(), defaultDomain ? opset : nodeOpset, domain))
+      continue;
     std::string dom = defaultDomain ? "ai.onnx" : domain.str();
     auto it = llvm::find_if(missing, [&](const Missing &m) {
       return m.opType == node.op_type() && m.domain == dom;
@@ -688,12 +691,17 @@ LogicalResult Importer::importModel() {
   for (const auto &imp : model.opset_import())
     if (imp.domain().empty() || imp.domain() == "ai.onnx")
       opset = imp.version();
-  if (opset == 0) {
+  // A graph of only other domains' ops (ai.onnx.preview.training) needs no
+  // default opset.
+  bool usesDefault = llvm::any_of(model.graph().node(), [](const onnx::NodeProto &n) {
+    return n.domain().empty() || n.domain() == "ai.onnx";
+  });
+  if (opset == 0 && usesDefault) {
     emitError(fileLoc) << "the model does not import the default ONNX "
                           "domain (opset_import has no entry for 'ai.onnx')";
     return fail(ImportStatus::invalid);
   }
-  if (opset < kMinOpset || opset > kMaxOpset) {
+  if (opset != 0 && (opset < kMinOpset || opset > kMaxOpset)) {
     emitError(fileLoc) << "the model uses ONNX opset " << opset
                        << "; Rewire supports opsets " << kMinOpset << " to "
                        << kMaxOpset << " (re-export with opset_version="

@@ -133,6 +133,8 @@ struct Handler {
   int64_t minOpset;
   int64_t maxOpset;
   HandlerFn fn;
+  /// The operator set's domain; "" is the default (ai.onnx).
+  const char *domain = "";
 };
 
 /// The handlers of each family (one table per file).
@@ -148,9 +150,11 @@ llvm::ArrayRef<Handler> einsumHandlers();
 llvm::ArrayRef<Handler> recurrentHandlers();
 llvm::ArrayRef<Handler> attentionHandlers();
 llvm::ArrayRef<Handler> signalHandlers();
+llvm::ArrayRef<Handler> trainingHandlers();
 
-/// The handler for `opType` at `opset` in the default domain, if any.
-const Handler *findHandler(llvm::StringRef opType, int64_t opset);
+/// The handler for `opType` at `opset` of `domain` ("" or "ai.onnx": the
+/// default), if any.
+const Handler *findHandler(llvm::StringRef opType, int64_t opset, llvm::StringRef domain = "");
 /// True when some handler exists for `opType` at any opset.
 bool hasAnyHandler(llvm::StringRef opType);
 

@@ -117,7 +117,8 @@ int main(int argc, char **argv) {
                               "rewire-import: ONNX model -> nn-dialect MLIR\n");
   if (listOps) {
     for (const SupportedOp &op : supportedOps())
-      outs() << op.opType << " " << op.minOpset << " " << op.maxOpset << "\n";
+      outs() << op.opType << " " << op.minOpset << " " << op.maxOpset
+             << (op.domain.empty() ? "" : " " + op.domain) << "\n";
     return 0;
   }
   if (inputPath.empty()) {

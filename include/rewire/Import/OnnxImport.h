@@ -78,9 +78,10 @@ ImportResult importOnnxBuffer(llvm::StringRef bytes, llvm::StringRef name,
 struct SupportedOp {
   std::string opType;
   int64_t minOpset, maxOpset;
+  std::string domain; ///< "" for ai.onnx
 };
 
-/// Every operator of the default domain the importer handles (its handler
+/// Every operator the importer handles, by domain (its handler
 /// tables: the one list; rewire-import --list-ops prints it).
 std::vector<SupportedOp> supportedOps();
 
