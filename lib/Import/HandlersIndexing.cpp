@@ -327,6 +327,26 @@ Value filled(NodeContext &c, Value x, ArrayRef<int64_t> shape, Attribute v) {
   return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, v));
 }
 
+/// The dims an op's `axes` names (Pad's input, CenterCropPad's and
+/// Resize's attribute), negatives counted from the end and each at most
+/// once; every dim when `given` is absent.
+FailureOr<SmallVector<int64_t>> axesOrAll(NodeContext &c, std::optional<SmallVector<int64_t>> given,
+                                          int64_t rank) {
+  SmallVector<int64_t> axes;
+  if (!given) {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+    return axes;
+  }
+  for (int64_t ax : *given) {
+    int64_t d = ax;
+    if (!normalizeAxisInPlace(d, rank) || llvm::is_contained(axes, d))
+      return c.error() << "axis " << ax << " is out of range for rank " << rank << " or repeated";
+    axes.push_back(d);
+  }
+  return axes;
+}
+
 HandlerResult pad(NodeContext &c) {
   auto x = c.tensorInput(0);
   if (failed(x))
@@ -338,26 +358,23 @@ HandlerResult pad(NodeContext &c) {
   auto padsV = c.constantIntsInput(1, "pads");
   if (failed(padsV))
     return failure();
-  SmallVector<int64_t> axes;
+  std::optional<SmallVector<int64_t>> given;
   if (c.input(3)) {
     auto a = c.constantIntsInput(3, "axes");
     if (failed(a))
       return failure();
-    for (int64_t ax : *a) {
-      if (!normalizeAxisInPlace(ax, rank))
-        return c.error() << "axis " << ax << " is out of range for rank " << rank;
-      axes.push_back(ax);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
+    given = *a;
   }
+  auto axesOr = axesOrAll(c, given, rank);
+  if (failed(axesOr))
+    return failure();
+  SmallVector<int64_t> axes = *axesOr;
   size_t n = axes.size();
   if (padsV->size() != 2 * n)
     return c.error() << "pads has " << padsV->size() << " entries, expected " << 2 * n;
   std::string mode = c.stringAttr("mode").value_or("constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
-    return c.error() << "mode '" << mode << "' is not supported (constant, edge, reflect)";
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return c.error() << "mode '" << mode << "' is not supported (constant, edge, reflect, wrap)";
   Type elt = xt.getElementType();
   Attribute fill;
   if (Value v = c.input(2)) {
@@ -382,12 +399,15 @@ HandlerResult pad(NodeContext &c) {
         before > (1 << 20) || after > (1 << 20))
       return c.error() << "pads " << before << ", " << after << " are out of range for axis "
                        << axis << " of size " << len;
+    if (mode == "wrap" && len == 0)
+      return c.error() << "wrap padding needs a non-empty axis " << axis;
     if (mode == "reflect" && (before >= len || after >= len))
       return c.error() << "reflect pads must be smaller than the axis size " << len;
     if (mode != "constant" || before < 0 || after < 0) {
       // Every mode as a gather with a constant index vector: reflect
-      // mirrors without repeating the edge, edge clamps, and constant mode
-      // only crops here (its fill is concatenated below).
+      // mirrors without repeating the edge, edge clamps, wrap repeats the
+      // axis periodically, and constant mode only crops here (its fill is
+      // concatenated below).
       SmallVector<int64_t> idx;
       int64_t from = -before, to = len + after;
       for (int64_t j = from; j < to; ++j) {
@@ -395,6 +415,8 @@ HandlerResult pad(NodeContext &c) {
         if (mode == "reflect" && len > 1) {
           while (k < 0 || k >= len)
             k = k < 0 ? -k : 2 * (len - 1) - k;
+        } else if (mode == "wrap") {
+          k = ((k % len) + len) % len;
         } else {
           k = std::clamp<int64_t>(k, 0, len - 1);
         }
@@ -445,17 +467,10 @@ HandlerResult centerCropPad(NodeContext &c) {
   int64_t rank = xt.getRank();
   if (!xt.hasStaticShape())
     return c.error() << "expects a static input, got " << xt;
-  SmallVector<int64_t> axes;
-  if (auto a = c.intsAttr("axes")) {
-    for (int64_t ax : *a) {
-      if (!normalizeAxisInPlace(ax, rank))
-        return c.error() << "axis " << ax << " is out of range for rank " << rank;
-      axes.push_back(ax);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
+  auto axesOr = axesOrAll(c, c.intsAttr("axes"), rank);
+  if (failed(axesOr))
+    return failure();
+  SmallVector<int64_t> axes = *axesOr;
   if (shape->size() != axes.size())
     return c.error() << "shape has " << shape->size() << " entries for " << axes.size() << " axes";
   Expr e{c};
@@ -1056,17 +1071,10 @@ HandlerResult resize(NodeContext &c) {
   if (antialias && mode == "nearest")
     return c.error() << "antialias applies to the linear and cubic modes, not nearest";
   // `axes` (opset 18) names the dims that roi, scales and sizes list.
-  SmallVector<int64_t> axes;
-  if (auto a = c.intsAttr("axes")) {
-    for (int64_t ax : *a) {
-      if (!normalizeAxisInPlace(ax, rank) || llvm::is_contained(axes, ax))
-        return c.error() << "axes must be distinct dims of the rank-" << rank << " input";
-      axes.push_back(ax);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
+  auto axesOr = axesOrAll(c, c.intsAttr("axes"), rank);
+  if (failed(axesOr))
+    return failure();
+  SmallVector<int64_t> axes = *axesOr;
   int64_t n = static_cast<int64_t>(axes.size());
   std::string policy = c.stringAttr("keep_aspect_ratio_policy").value_or("stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
