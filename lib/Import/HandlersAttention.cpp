@@ -91,11 +91,7 @@ HandlerResult attention(NodeContext &c) {
   }
   if (qHeads != kvHeads) {
     // Grouped-query attention: query head h reads KV head h / (Hq / Hkv).
-    SmallVector<int64_t> idx;
-    for (int64_t h = 0; h < qHeads; ++h)
-      idx.push_back(h / (qHeads / kvHeads));
-    auto type = RankedTensorType::get({qHeads}, c.b.getI64Type());
-    Value heads = nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, idx));
+    Value heads = groupedHeads(c, qHeads, kvHeads);
     K = make<nn::GatherOp>(c, {K, heads}, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(1))});
     V = make<nn::GatherOp>(c, {V, heads}, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(1))});
   }
@@ -150,9 +146,7 @@ HandlerResult attention(NodeContext &c) {
     for (int64_t j = 0; j < kvLen; ++j)
       iota_j.push_back(j);
     auto i64 = c.b.getI64Type();
-    auto colT = RankedTensorType::get({qLen, 1}, i64), rowT = RankedTensorType::get({1, kvLen}, i64);
-    Value qi = nn::ConstantOp::create(c.b, c.loc(), colT, DenseIntElementsAttr::get(colT, iota_i));
-    Value kj = nn::ConstantOp::create(c.b, c.loc(), rowT, DenseIntElementsAttr::get(rowT, iota_j));
+    Value qi = i64Constant(c, {qLen, 1}, iota_i), kj = i64Constant(c, {1, kvLen}, iota_j);
     Value lens;
     if (nonpad) {
       if (typeOf(nonpad).getNumElements() != batch)
@@ -260,13 +254,8 @@ HandlerResult linearAttention(NodeContext &c) {
   if (scale == 0)
     scale = 1 / std::sqrt(double(dk));
   Value heads;
-  if (*qh != *kvh) {
-    SmallVector<int64_t> idx;
-    for (int64_t h = 0; h < *qh; ++h)
-      idx.push_back(h / (*qh / *kvh));
-    auto type = RankedTensorType::get({*qh}, c.b.getI64Type());
-    heads = nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, idx));
-  }
+  if (*qh != *kvh)
+    heads = groupedHeads(c, *qh, *kvh);
   auto axis1 = c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(1));
   SmallVector<Value> outs;
   for (int64_t t = 0; t < steps; ++t) {

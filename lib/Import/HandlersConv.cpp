@@ -289,8 +289,7 @@ HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
         }
         flat.push_back(f);
       }
-      auto type = RankedTensorType::get(outShape, c.b.getI64Type());
-      idx = nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, flat));
+      idx = i64Constant(c, outShape, flat);
     }
     if (!acc) {
       acc = v;
@@ -319,8 +318,7 @@ HandlerResult windowPool(NodeContext &c, Value x, const PoolSpec &p, bool isMax,
     SmallVector<int64_t> planeShape(xt.getRank(), 1);
     planeShape[0] = shape[0];
     planeShape[1] = shape[1];
-    auto pt = RankedTensorType::get(planeShape, c.b.getI64Type());
-    Value base = nn::ConstantOp::create(c.b, c.loc(), pt, DenseIntElementsAttr::get(pt, planes));
+    Value base = i64Constant(c, planeShape, planes);
     Value flatIdx = e.add(best, base);
     if (!acc || !flatIdx)
       return failure();

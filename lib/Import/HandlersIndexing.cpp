@@ -30,12 +30,6 @@ using P = rewire::nn::ComparePredicate;
 
 namespace {
 
-
-Value i64Constant(NodeContext &c, ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get(shape, c.b.getI64Type());
-  return nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, values));
-}
-
 FailureOr<Value> reshape(NodeContext &c, Value x, ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
   auto op = nn::ReshapeOp::create(c.b, c.loc(), type, x);

@@ -150,6 +150,12 @@ Value rewire::onnx_import::floatsConstant(NodeContext &c, RankedTensorType type,
   return nn::ConstantOp::create(c.b, c.loc(), type, DenseElementsAttr::get(type, vals));
 }
 
+Value rewire::onnx_import::i64Constant(NodeContext &c, ArrayRef<int64_t> shape,
+                                       ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(shape, c.b.getI64Type());
+  return nn::ConstantOp::create(c.b, c.loc(), type, DenseIntElementsAttr::get(type, values));
+}
+
 Value rewire::onnx_import::splatConstant(NodeContext &c, RankedTensorType type, double v) {
   Type elt = type.getElementType();
   Attribute a;

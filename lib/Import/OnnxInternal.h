@@ -256,6 +256,19 @@ mlir::Value splatConstant(NodeContext &c, mlir::RankedTensorType type, double v)
 mlir::Value floatsConstant(NodeContext &c, mlir::RankedTensorType type,
                            llvm::ArrayRef<double> values);
 
+/// An i64 nn.constant of `shape` holding `values` (row-major).
+mlir::Value i64Constant(NodeContext &c, llvm::ArrayRef<int64_t> shape,
+                        llvm::ArrayRef<int64_t> values);
+
+/// The KV head each of `qHeads` query heads reads in grouped-query
+/// attention (h / (qHeads / kvHeads)), as an i64 index vector.
+inline mlir::Value groupedHeads(NodeContext &c, int64_t qHeads, int64_t kvHeads) {
+  llvm::SmallVector<int64_t> idx;
+  for (int64_t h = 0; h < qHeads; ++h)
+    idx.push_back(h / (qHeads / kvHeads));
+  return i64Constant(c, {qHeads}, idx);
+}
+
 /// A rank-0 nn.constant of element type `elt` holding `v`.
 inline mlir::Value scalarConstant(NodeContext &c, mlir::Type elt, double v) {
   return splatConstant(c, mlir::RankedTensorType::get({}, elt), v);
