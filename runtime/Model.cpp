@@ -69,20 +69,6 @@ std::optional<std::string> findParameter(const SafetensorsMapping &mapping,
   return std::nullopt;
 }
 
-std::string TensorInfo::typeString() const {
-  HostTensor t;
-  t.dtype = dtype;
-  t.shape = shape;
-  return t.typeString();
-}
-
-int64_t TensorInfo::byteSize() const {
-  int64_t n = static_cast<int64_t>(dtypeSize(dtype));
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 struct Model::Impl {
   void *handle = nullptr;
   std::string metadata;
@@ -107,12 +93,6 @@ Model::~Model() = default;
 const std::vector<FunctionInfo> &Model::functions() const { return impl->functions; }
 const std::string &Model::metadata() const { return impl->metadata; }
 
-const FunctionInfo *Model::function(const std::string &name) const {
-  for (const FunctionInfo &f : impl->functions)
-    if (f.name == name)
-      return &f;
-  return nullptr;
-}
 
 std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string &error,
                                    const std::string &parametersPath) {

@@ -23,6 +23,14 @@ namespace rewire::nn {
 /// parameters initialized with #ml_program.extern.
 constexpr llvm::StringLiteral kParameterFileAttrName = "nn.parameter_file";
 
+/// Argument attribute of an entry point's parameter (nn-parameters-to-
+/// arguments): the parameter's name.
+constexpr llvm::StringLiteral kParameterAttrName = "nn.parameter";
+
+/// Argument and result attribute: the tensor's name (the ONNX graph's input
+/// and output names; train_step's `target`, `param:<name>`, `loss`, ...).
+constexpr llvm::StringLiteral kNameAttrName = "nn.name";
+
 /// Checks the `nn.parameter_file` of a module read from a file: it must name
 /// a file in the IR file's folder or below it (a relative path without
 /// `..`), so that IR from elsewhere cannot copy arbitrary files from disk

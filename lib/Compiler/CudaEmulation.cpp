@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
+#include "rewire/Compiler/Pipelines.h"
 #include "rewire/Support/Hash.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -57,14 +58,7 @@ rewire::compiler::writeEmulatorKernels(OwningOpRef<ModuleOp> copy, const Compile
                       }).wasInterrupted();
         synchronizing.push_back(sync);
       }
-  if (failed(runPipeline(
-          *copy,
-          "gpu.module(lower-affine,convert-scf-to-cf),rewire-kernels-to-emulator,canonicalize,"
-          "expand-strided-metadata,lower-affine,"
-          "finalize-memref-to-llvm,func.func(convert-scf-to-cf),convert-math-to-llvm,"
-          "convert-math-to-libm,convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-          "convert-to-llvm,reconcile-unrealized-casts",
-          "emulator kernel")))
+  if (failed(runPipeline(*copy, [](OpPassManager &pm) { buildEmulatorKernelPipeline(pm); })))
     return std::string("lowering the kernels for the emulator failed (see above)");
   llvm::LLVMContext llvmContext;
   // Kernels may get one buffer twice (read and written in place).

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
+#include "rewire/Compiler/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassManager.h"
@@ -45,16 +46,7 @@ std::string rewire::compiler::findCudaToolkit(const std::string &hint) {
 
 LogicalResult rewire::compiler::lowerToGPU(ModuleOp module, const CompileOptions &options) {
   (void)options;
-  // Private kernel functions take views as they are (inferred layouts, no
-  // copies); rewire-kernels-to-gpu gives the entry points identity layouts.
-  return runPipeline(
-      module,
-      "rewire-outline-kernels,canonicalize,"
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=infer-layout-map},"
-      "buffer-results-to-out-params{hoist-static-allocs},canonicalize,"
-      "rewire-kernels-to-gpu,canonicalize,cse",
-      "GPU kernel");
+  return runPipeline(module, [](OpPassManager &pm) { buildGpuPipeline(pm); });
 }
 
 LogicalResult rewire::compiler::serializeKernels(ModuleOp module, const CompileOptions &options,
@@ -70,14 +62,9 @@ LogicalResult rewire::compiler::serializeKernels(ModuleOp module, const CompileO
   if (toolkit.empty() && !options.cudaPath.empty())
     return module.emitError() << "rewire-compile: --cuda-path='" << options.cudaPath
                               << "' has no nvvm/libdevice/libdevice.10.bc";
-  std::string pipeline =
-      "gpu.module(lower-affine,convert-scf-to-cf,"
-      "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},canonicalize,cse,"
-      "reconcile-unrealized-casts),"
-      "nvvm-attach-target{chip=" + options.gpuChip + " features=+ptx80 O=3},"
-      "gpu-module-to-binary{format=isa" +
-      (toolkit.empty() ? std::string() : " toolkit=" + toolkit) + "}";
-  if (failed(runPipeline(module, pipeline, "NVVM")))
+  if (failed(runPipeline(module, [&](OpPassManager &pm) {
+        buildNvvmPipeline(pm, options.gpuChip, toolkit);
+      })))
     return failure();
   for (auto binary : module.getOps<gpu::BinaryOp>())
     for (Attribute a : binary.getObjects()) {

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
+
+#include "passes/Conversion/Passes.h"
 #include "rewire/Support/Json.h"
 #include "rewire/Version.h"
 
@@ -129,6 +131,8 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
   mlir::registerBuiltinDialectTranslation(*module.getContext());
   mlir::registerLLVMDialectTranslation(*module.getContext());
   mlir::registerOpenMPDialectTranslation(*module.getContext());
+  // Read into `entries` already; the translation has no use for the record.
+  module->removeAttr(rewire::kEntryPointsAttrName);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, llvmContext, "rewire");
   if (!llvmModule) {

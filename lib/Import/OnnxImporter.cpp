@@ -236,6 +236,16 @@ std::optional<std::string> rewire::onnx_import::parseInputShape(StringRef spec,
   return std::nullopt;
 }
 
+std::optional<std::string> rewire::onnx_import::parseDimBinding(StringRef spec,
+                                                                ImportOptions &options) {
+  auto [name, size] = spec.split('=');
+  int64_t n;
+  if (name.empty() || size.getAsInteger(10, n) || n < 0)
+    return "--dim expects NAME=SIZE with SIZE >= 0, got '" + spec.str() + "'";
+  options.dimBindings[name.str()] = n;
+  return std::nullopt;
+}
+
 const Handler *rewire::onnx_import::findHandler(StringRef opType, int64_t opset,
                                                 StringRef domain) {
   if (domain == "ai.onnx")

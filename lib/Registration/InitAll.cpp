@@ -10,6 +10,7 @@
 #include "lib/Autodiff/ReverseMode.h"
 #include "dialects/residual/ResidualDialect.h"
 #include "passes/Conversion/Passes.h"
+#include "rewire/Compiler/Pipelines.h"
 #include "passes/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -93,6 +94,8 @@ void rewire::registerRewireDialects(mlir::DialectRegistry &registry) {
 void rewire::registerRewirePasses() {
   rewire::registerRewireTransformsPasses();
   rewire::registerRewireConversionPasses();
+  // rewire-lower-to-linalg, rewire-cpu-pipeline, ...: rewire-compile's stages.
+  rewire::compiler::registerPipelines();
 
   // Generic transforms: canonicalize, cse, inline, symbol-dce, sccp, ...
   mlir::registerTransformsPasses();

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -18,6 +19,12 @@
 #include "mlir/Pass/Pass.h"
 
 namespace rewire {
+
+/// rewire-check-indices{record-inputs}: the checks of a function's inputs,
+/// on the function.
+constexpr llvm::StringLiteral kInputChecksAttrName = "rewire.input_checks";
+/// rewire-record-entry-points: the entry points, on the module.
+constexpr llvm::StringLiteral kEntryPointsAttrName = "rewire.entry_points";
 
 #define GEN_PASS_DECL
 #include "passes/Conversion/Passes.h.inc"

@@ -134,6 +134,46 @@ def CheckIndices : Pass<"rewire-check-indices", "::mlir::ModuleOp"> {
   ];
 }
 
+def RecordEntryPoints : Pass<"rewire-record-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Record the public functions' signatures as the artifact's entry points";
+  let description = [{
+    The contract between the compiler and the runtime, taken while tensor
+    types and names are still visible (after `nn-parameters-to-arguments`,
+    before bufferization). For every public function with a body it checks
+    that every argument and result is a statically shaped tensor of a type
+    the runtime carries (f32/f64/f16/bf16/i64/i32/i16/i8/ui64/ui32/ui16/ui8/i1),
+    that parameters (`nn.parameter` arguments) come after the inputs and
+    that the function returns something, and records on the module
+
+    ```mlir
+    rewire.entry_points = [
+      { name = "forward",
+        inputs = [ { name = "ids", type = tensor<2x8xi64> }, ... ],
+        parameters = [ { name = "wte", type = tensor<50x16xf32> }, ... ],
+        outputs = [ { name = "logits", type = tensor<2x8x50xf32> } ],
+        input_checks = [ ... ] } ]
+    ```
+
+    in the functions' order. Unnamed inputs and outputs are called
+    `input<i>` / `output<i>`; `input_checks` are the function's
+    `rewire.input_checks` (rewire-check-indices `record-inputs`), moved.
+    The names (`nn.name`, `nn.parameter`) are then dropped from the
+    signature, and every argument is marked not writable (the caller's
+    buffers are never written in place).
+
+    With `elide-empty` (the CPU target), tensors with no elements stop being
+    arguments or results (uses read a `tensor.empty`): the artifact's call
+    wrapper skips their pointers. The record keeps them.
+  }];
+  let options = [
+    Option<"elideEmpty", "elide-empty", "bool", /*default=*/"true",
+           "Drop arguments and results with no elements from the signature "
+           "(else an empty tensor is an error)">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+}
+
 def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg producers into their consumers";
   let description = [{

@@ -31,9 +31,9 @@ struct AutodiffPass : public rewire::impl::AutodiffBase<AutodiffPass> {
 
 LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   SmallVector<std::string> frozenPrefixes;
-  for (StringRef p : llvm::split(StringRef(frozen), ','))
-    if (!p.trim().empty())
-      frozenPrefixes.push_back(p.trim().str());
+  for (const std::string &p : frozen)
+    if (!StringRef(p).trim().empty())
+      frozenPrefixes.push_back(StringRef(p).trim().str());
   return autodiff::differentiate(fn, wrt, frozenPrefixes);
 }
 

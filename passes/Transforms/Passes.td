@@ -257,8 +257,8 @@ def Autodiff : Pass<"rewire-autodiff", "::mlir::ModuleOp"> {
            "the loss function (its first result is the scalar loss)">,
     Option<"wrt", "wrt", "std::string", "\"parameters\"",
            "parameters (arguments with nn.parameter) or all (every float argument)">,
-    Option<"frozen", "frozen", "std::string", "\"\"",
-           "comma-separated parameter-name prefixes not to differentiate">,
+    ListOption<"frozen", "frozen", "std::string",
+               "parameter-name prefixes not to differentiate (comma-separated)">,
   ];
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
@@ -319,8 +319,8 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
-    Option<"frozen", "frozen", "std::string", "\"\"",
-           "comma-separated parameter-name prefixes not to train">,
+    ListOption<"frozen", "frozen", "std::string",
+               "parameter-name prefixes not to train (comma-separated)">,
     Option<"clip", "clip", "double", "0.0",
            "clip gradients to this global L2 norm first (PyTorch's clip_grad_norm_; 0: off)">,
     Option<"gradNorms", "grad-norms", "bool", "false",

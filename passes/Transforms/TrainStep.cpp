@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "rewire/Support/TrainStepAbi.h"
 
 #include "lib/Autodiff/Differentiate.h"
 #include "lib/Autodiff/ReverseMode.h"
@@ -26,6 +27,7 @@ namespace rewire {
 
 using namespace mlir;
 using namespace rewire;
+using namespace rewire::trainstep;
 
 namespace {
 
@@ -46,7 +48,7 @@ void renameParameters(func::FuncOp fn) {
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
     if (auto p = fn.getArgAttrOfType<StringAttr>(i, "nn.parameter")) {
       fn.removeArgAttr(i, "nn.parameter");
-      fn.setArgAttr(i, "nn.name", str(ctx, "param:" + p.getValue()));
+      fn.setArgAttr(i, "nn.name", str(ctx, kParamPrefix + p.getValue()));
     }
 }
 
@@ -109,7 +111,7 @@ void TrainStepPass::runOnOperation() {
     return fail("loss '" + loss + "' is not mse or cross_entropy");
   if (optimizer != "sgd" && optimizer != "adamw")
     return fail("optimizer '" + optimizer + "' is not sgd or adamw");
-  for (StringRef name : {"eval_step", "train_step"})
+  for (StringRef name : {kEvalFunction, kTrainFunction})
     if (module.lookupSymbol(name))
       return fail("'" + name + "' exists already");
   if (fwd.getNumResults() == 0)
@@ -122,7 +124,7 @@ void TrainStepPass::runOnOperation() {
 
   // eval_step(inputs..., target, params...) -> loss.
   auto eval = fwd.clone();
-  eval.setSymName("eval_step");
+  eval.setSymName(kEvalFunction);
   SymbolTable(module).insert(eval, std::next(Block::iterator(fwd)));
   unsigned firstParam = eval.getNumArguments();
   for (unsigned i = 0; i < eval.getNumArguments(); ++i)
@@ -142,7 +144,7 @@ void TrainStepPass::runOnOperation() {
                                                     IntegerType::get(ctx, 64)))
                        : Type(predType);
   if (failed(eval.insertArgument(firstParam, targetType,
-                                 DictionaryAttr::get(ctx, {nameAttr(ctx, "target")}), fwd.getLoc())))
+                                 DictionaryAttr::get(ctx, {nameAttr(ctx, kTarget)}), fwd.getLoc())))
     return fail("cannot add the target argument");
   // LPA readouts: results named <output>_depth<k>, k = 1..K-1.
   SmallVector<unsigned> readouts;
@@ -220,10 +222,10 @@ void TrainStepPass::runOnOperation() {
         return fail("depth-weights are all zero");
     }
     SmallVector<Value> results = {l};
-    SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")})};
+    SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, kLoss)})};
     for (auto [k, lk] : llvm::enumerate(depthLosses)) {
       results.push_back(lk);
-      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "loss:depth" + Twine(k + 1))}));
+      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kDepthLossPrefix + Twine(k + 1))}));
     }
     func::ReturnOp::create(b, results);
     ret.erase();
@@ -237,12 +239,12 @@ void TrainStepPass::runOnOperation() {
   // eval_step evaluates as PyTorch's model.eval(): batch normalization with
   // the running statistics.
   eval.walk([](nn::BatchNormOp bn) { bn.removeTrainingAttr(); });
-  train.setSymName("train_step");
+  train.setSymName(kTrainFunction);
   SymbolTable(module).insert(train, std::next(Block::iterator(eval)));
   SmallVector<std::string> frozenPrefixes;
-  for (StringRef p : llvm::split(StringRef(frozen), ','))
-    if (!p.trim().empty())
-      frozenPrefixes.push_back(p.trim().str());
+  for (const std::string &p : frozen)
+    if (!StringRef(p).trim().empty())
+      frozenPrefixes.push_back(StringRef(p).trim().str());
   // The per-depth losses are returned after the update (differentiate keeps
   // only the loss).
   SmallVector<Value> trainDepthLosses;
@@ -272,12 +274,13 @@ void TrainStepPass::runOnOperation() {
   for (auto [k, a] : llvm::enumerate(gradArgs))
     for (unsigned s = 0; s < statesPerParam; ++s)
       states[k].push_back(addArg(train.getArgument(a).getType(),
-                                 "state:" + names[k] + ":" + (adam ? (s ? "v" : "m") : "momentum")));
-  Value lr = addArg(scalarType, "lr");
+                                 kStatePrefix + names[k] + ":" +
+                                 (adam ? (s ? kSecondMomentSlot : kFirstMomentSlot) : kMomentumSlot)));
+  Value lr = addArg(scalarType, kLearningRate);
   Value bc1, bc2;
   if (adam) {
-    bc1 = addArg(scalarType, "bias_correction1");
-    bc2 = addArg(scalarType, "bias_correction2");
+    bc1 = addArg(scalarType, kBiasCorrection1);
+    bc2 = addArg(scalarType, kBiasCorrection2);
   }
 
   auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
@@ -308,7 +311,7 @@ void TrainStepPass::runOnOperation() {
   }
   SmallVector<Value> results = {ret.getOperand(0)};
   SmallVector<Value> newStates;
-  SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, "loss")})};
+  SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, kLoss)})};
   SmallVector<DictionaryAttr> stateAttrs;
   for (auto [k, a] : llvm::enumerate(gradArgs)) {
     Value p = train.getArgument(a), g = grads[k], np;
@@ -317,7 +320,7 @@ void TrainStepPass::runOnOperation() {
       if (sgdMomentum) {
         d = add(mul(num(momentum), states[k][0]), d);
         newStates.push_back(d);
-        stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "state:" + names[k] + ":momentum")}));
+        stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kStatePrefix + names[k] + ":" + kMomentumSlot)}));
       }
       np = sub(p, mul(lr, d));
     } else {
@@ -328,11 +331,11 @@ void TrainStepPass::runOnOperation() {
       np = sub(decayed, mul(lr, nn::DivOp::create(b, mul(m, bc1), denom)));
       newStates.push_back(m);
       newStates.push_back(v);
-      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "state:" + names[k] + ":m")}));
-      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "state:" + names[k] + ":v")}));
+      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kStatePrefix + names[k] + ":" + kFirstMomentSlot)}));
+      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kStatePrefix + names[k] + ":" + kSecondMomentSlot)}));
     }
     results.push_back(np);
-    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "param:" + names[k])}));
+    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kParamPrefix + names[k])}));
   }
   // Running statistics, PyTorch's update: momentum * running + (1 -
   // momentum) * batch, with the unbiased batch variance.
@@ -347,7 +350,7 @@ void TrainStepPass::runOnOperation() {
         return;
       results.push_back(add(mul(num(m), running), mul(num((1.0 - m) * correction), batch)));
       attrs.push_back(DictionaryAttr::get(
-          ctx, {nameAttr(ctx, "param:" + train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+          ctx, {nameAttr(ctx, kParamPrefix + train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                                              "nn.parameter").getValue())}));
     };
     update(bn.mean, bn.batch.mean, 1.0);
@@ -357,7 +360,7 @@ void TrainStepPass::runOnOperation() {
   attrs.append(stateAttrs.begin(), stateAttrs.end());
   for (auto [k, lk] : llvm::enumerate(trainDepthLosses)) {
     results.push_back(lk);
-    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "loss:depth" + Twine(k + 1))}));
+    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kDepthLossPrefix + Twine(k + 1))}));
   }
   if (gradNorms)
     for (unsigned k = 0; k < gradArgs.size(); ++k) {
@@ -365,7 +368,7 @@ void TrainStepPass::runOnOperation() {
       Value sq = nn::ReduceSumOp::create(b, scalarType, mul(g, g), b.getDenseI64ArrayAttr({}),
                                          b.getBoolAttr(false));
       results.push_back(nn::SqrtOp::create(b, sq));
-      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, "gradnorm:" + names[k])}));
+      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kGradNormPrefix + names[k])}));
     }
   SmallVector<Type> types;
   for (Value v : results)

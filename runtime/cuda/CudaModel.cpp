@@ -156,12 +156,6 @@ struct CudaModel::Impl {
 CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 CudaModel::~CudaModel() = default;
 const std::vector<FunctionInfo> &CudaModel::functions() const { return impl->infos; }
-const FunctionInfo *CudaModel::function(const std::string &name) const {
-  for (const FunctionInfo &f : impl->infos)
-    if (f.name == name)
-      return &f;
-  return nullptr;
-}
 std::string CudaModel::device() const { return impl->deviceText; }
 const std::string &CudaModel::metadata() const { return impl->artifact.metadata; }
 
@@ -409,7 +403,7 @@ std::optional<std::string> CudaModel::Impl::enqueue(size_t index, int only) {
 
 std::optional<std::string> CudaModel::run(const std::string &function,
                                           const std::vector<HostTensor> &inputs,
-                                          std::vector<HostTensor> &outputs) {
+                                          std::vector<HostTensor> &outputs) const {
   const FunctionInfo *info = this->function(function);
   return runOnHostTensors(info, function, inputs, outputs,
                           [&](const void *const *in, void *const *out) {
@@ -418,7 +412,8 @@ std::optional<std::string> CudaModel::run(const std::string &function,
 }
 
 std::optional<std::string> CudaModel::runRaw(const std::string &function,
-                                             const void *const *inputs, void *const *outputs) {
+                                             const void *const *inputs,
+                                             void *const *outputs) const {
   size_t index = 0;
   if (auto err = impl->find(function, index))
     return err;
@@ -498,7 +493,7 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
 }
 
 std::optional<std::string> CudaModel::keepOnDevice(
-    const std::string &function, const std::vector<std::pair<size_t, size_t>> &pairs) {
+    const std::string &function, const std::vector<std::pair<size_t, size_t>> &pairs) const {
   size_t index = 0;
   if (auto err = impl->find(function, index))
     return err;
@@ -517,7 +512,8 @@ std::optional<std::string> CudaModel::keepOnDevice(
   return std::nullopt;
 }
 
-std::optional<std::string> CudaModel::pull(const std::string &function, void *const *inputs) {
+std::optional<std::string> CudaModel::pull(const std::string &function,
+                                           void *const *inputs) const {
   size_t index = 0;
   if (auto err = impl->find(function, index))
     return err;
@@ -537,7 +533,7 @@ std::optional<std::string> CudaModel::pull(const std::string &function, void *co
 }
 
 std::optional<std::string> CudaModel::profile(const std::string &function, int iterations,
-                                             std::vector<StepProfile> &steps) {
+                                             std::vector<StepProfile> &steps) const {
   std::optional<size_t> found = impl->indexOf(function);
   size_t index = found.value_or(0);
   if (!found || !impl->prepared[index].ran)
@@ -579,7 +575,7 @@ std::optional<std::string> CudaModel::profile(const std::string &function, int i
 }
 
 std::optional<std::string> CudaModel::time(const std::string &function, int iterations,
-                                           double &ms) {
+                                           double &ms) const {
   std::optional<size_t> found = impl->indexOf(function);
   size_t index = found.value_or(0);
   if (!found || !impl->prepared[index].ran)

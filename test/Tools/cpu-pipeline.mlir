@@ -1,20 +1,26 @@
-// The CPU lowering pipeline of docs/toolchain.md runs with the passes
-// rewire-opt registers (a smoke test that registration is complete).
-// RUN: rewire-opt %s --pass-pipeline="builtin.module(func.func(canonicalize,cse),one-shot-bufferize{bufferize-function-boundaries},buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops,convert-vector-to-scf,convert-scf-to-cf),expand-strided-metadata,lower-affine,convert-vector-to-llvm,finalize-memref-to-llvm,convert-to-llvm,reconcile-unrealized-casts)" | FileCheck %s
+// rewire-opt runs rewire-compile's CPU pipeline by name: nn ops to MLIR's
+// LLVM dialect, the entry point recorded, the GEMM a BLAS call.
+// RUN: rewire-opt %s --rewire-cpu-pipeline | FileCheck %s
+// RUN: rewire-opt %s --rewire-cpu-pipeline='blas=false opt-level=0' | FileCheck %s --check-prefix=LOOPS
+// RUN: rewire-opt %s --rewire-lower-to-linalg | FileCheck %s --check-prefix=LINALG
 
-// CHECK-LABEL: llvm.func @axpy
+// CHECK: module attributes {rewire.entry_points = [{input_checks = [], inputs = [{name = "x", type = tensor<2x4xf32>}, {name = "input1", type = tensor<4x5xf32>}], name = "forward", outputs = [{name = "y", type = tensor<2x5xf32>}], parameters = []}]}
+// CHECK-LABEL: llvm.func @forward
 // CHECK-NOT: linalg.
 // CHECK-NOT: tensor.
-// CHECK: llvm.fmul
-// CHECK: llvm.fadd
-func.func @axpy(%a: tensor<16xf32>, %x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
-  %0 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
-                       iterator_types = ["parallel"]}
-      ins(%a, %x, %y : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) outs(%y : tensor<16xf32>) {
-  ^bb0(%ai: f32, %xi: f32, %yi: f32, %o: f32):
-    %m = arith.mulf %ai, %xi : f32
-    %s = arith.addf %m, %yi : f32
-    linalg.yield %s : f32
-  } -> tensor<16xf32>
-  return %0 : tensor<16xf32>
+// CHECK: llvm.call @rewire_sgemm
+
+// LOOPS-LABEL: llvm.func @forward
+// LOOPS-NOT: rewire_sgemm
+// LOOPS: llvm.fmul
+// LOOPS: llvm.fadd
+
+// LINALG-LABEL: func.func @forward
+// LINALG-SAME: bufferization.writable = false
+// LINALG-NOT: nn.name
+// LINALG: linalg.generic
+func.func @forward(%x: tensor<2x4xf32> {nn.name = "x"}, %w: tensor<4x5xf32>)
+    -> (tensor<2x5xf32> {nn.name = "y"}) {
+  %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
 }

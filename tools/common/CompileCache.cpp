@@ -93,7 +93,8 @@ int runTool(const std::vector<std::string> &args) {
 }
 
 std::string compileCached(const std::string &model, const std::vector<std::string> &flags,
-                          const std::function<void(const std::string &, int)> &die) {
+                          const std::function<void(const std::string &, int)> &die,
+                          bool rewrittenIR) {
   std::ifstream in(model, std::ios::binary);
   if (!in)
     die("cannot read '" + model + "'", 4);
@@ -102,6 +103,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   std::string key = ss.str() + "\n" REWIRE_VERSION_STRING;
   for (const std::string &f : flags)
     key += "\n" + f;
+  if (rewrittenIR)
+    key += "\nrewritten IR";
   // The parameters of an .mlir model live in a file beside it.
   std::string compiler = toolDir() + "/rewire-compile";
   struct stat st;
@@ -151,7 +154,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   checkPrivate(dir);
   checkPrivate(artifact);
   if (::stat(artifact.c_str(), &st) == 0 && !mlir &&
-      (emulatorKernels.empty() || ::stat(emulatorKernels.c_str(), &st) == 0))
+      (emulatorKernels.empty() || ::stat(emulatorKernels.c_str(), &st) == 0) &&
+      (!rewrittenIR || ::stat((dir + "/" + kRewrittenIR).c_str(), &st) == 0))
     return artifact;
   std::string mk = "mkdir -p '" + dir + "'";
   for (char c : dir)
@@ -172,6 +176,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   args.insert(args.end(), flags.begin(), flags.end());
   if (!emulatorKernels.empty())
     args.push_back("--emulator-kernels=" + emulatorKernels);
+  if (rewrittenIR)
+    args.push_back("--save-rewritten=" + tmp + "/" + kRewrittenIR);
   int rc = runTool(args);
   if (rc != 0) {
     std::system(("rm -rf '" + tmp + "'").c_str());
@@ -182,6 +188,8 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   std::string params = tmp + "/model.params.safetensors";
   if ((::stat(params.c_str(), &st) == 0 &&
        ::rename(params.c_str(), (dir + "/model.params.safetensors").c_str()) != 0) ||
+      (rewrittenIR && ::rename((tmp + "/" + kRewrittenIR).c_str(),
+                               (dir + "/" + kRewrittenIR).c_str()) != 0) ||
       ::rename((tmp + "/model.rwx").c_str(), artifact.c_str()) != 0)
     die("cannot move the compiled model into '" + dir + "': " + std::strerror(errno), 4);
   ::rmdir(tmp.c_str());

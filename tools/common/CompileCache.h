@@ -16,11 +16,17 @@
 
 namespace rewire::tools {
 
+/// The rewritten model's IR beside a cached artifact (compileCached with
+/// `rewrittenIR`; rewire-compile --save-rewritten).
+constexpr const char *kRewrittenIR = "model.rewritten.mlir";
+
 /// The artifact path for `model` compiled with `flags`; compiles when not
 /// cached (.mlir models always: their parameter file may have changed).
-/// Calls `die(message, 4)` on failure.
+/// With `rewrittenIR`, the model after the residual rewrite is kept too,
+/// kRewrittenIR beside the artifact. Calls `die(message, 4)` on failure.
 std::string compileCached(const std::string &model, const std::vector<std::string> &flags,
-                          const std::function<void(const std::string &, int)> &die);
+                          const std::function<void(const std::string &, int)> &die,
+                          bool rewrittenIR = false);
 
 /// Runs `args` (args[0]: the program's path) and returns its exit code, or
 /// -1 when it could not run or was killed.

@@ -134,16 +134,11 @@ int main(int argc, char **argv) {
   options.limits.maxRank = maxRank;
   options.limits.maxTensorElements = maxTensorElements;
   options.limits.maxRecursionDepth = maxRecursionDepth;
-  for (const std::string &d : dims) {
-    auto [name, size] = StringRef(d).split('=');
-    int64_t n;
-    if (name.empty() || size.getAsInteger(10, n) || n < 0) {
-      errs() << "rewire-import: error: --dim expects NAME=SIZE with SIZE >= 0, got '"
-             << d << "'\n";
+  for (const std::string &d : dims)
+    if (auto err = rewire::onnx_import::parseDimBinding(d, options)) {
+      errs() << "rewire-import: error: " << *err << "\n";
       return kUsage;
     }
-    options.dimBindings[name] = n;
-  }
   for (const std::string &spec : inputShapes) {
     std::vector<int64_t> shape;
     if (auto err = rewire::onnx_import::parseInputShape(spec, shape)) {

@@ -178,7 +178,8 @@ void print(const HostTensor &t, int64_t max, std::ostream &os) {
 
 } // namespace
 
-template <class M> int runWith(M *model, Options &o) {
+int runWith(const Executable *model, Options &o) {
+  auto *cuda = dynamic_cast<const CudaModel *>(model);
   if (o.describe) {
     for (const FunctionInfo &f : model->functions()) {
       std::cout << "function " << printable(f.name) << "\n";
@@ -214,9 +215,8 @@ template <class M> int runWith(M *model, Options &o) {
   if (auto err = model->run(o.function, inputs, outputs))
     die(*err, rewire::runtime::isOutOfMemoryError(*err) ? 4 : 2);
 
-  if constexpr (std::is_same_v<M, CudaModel>)
-    if (o.benchmark > 0 || o.describe)
-      std::cerr << "rewire-run: device: " << model->device() << "\n";
+  if (cuda && (o.benchmark > 0 || o.describe))
+    std::cerr << "rewire-run: device: " << model->device() << "\n";
   if (o.benchmark > 0) {
     std::vector<double> ms;
     for (int i = 0; i < o.benchmark; ++i) {
@@ -233,20 +233,20 @@ template <class M> int runWith(M *model, Options &o) {
     std::printf("benchmark: %s median %.3f ms, min %.3f ms, mean %.3f ms over %d runs\n",
                 o.function.c_str(), sorted[sorted.size() / 2], sorted.front(), mean,
                 o.benchmark);
-    if constexpr (std::is_same_v<M, CudaModel>) {
+    if (cuda) {
       // Device time alone: the schedule replayed back to back, no copies.
       double deviceMs = 0;
-      if (auto err = model->time(o.function, o.benchmark, deviceMs))
+      if (auto err = cuda->time(o.function, o.benchmark, deviceMs))
         die(*err, 4);
       std::printf("benchmark: %s device time %.4f ms per run (CUDA events, %d replays)\n",
                   o.function.c_str(), deviceMs, o.benchmark);
     }
   }
 
-  if constexpr (std::is_same_v<M, CudaModel>) {
+  if (cuda) {
     if (o.profile > 0) {
       std::vector<CudaModel::StepProfile> steps;
-      if (auto err = model->profile(o.function, o.profile, steps))
+      if (auto err = cuda->profile(o.function, o.profile, steps))
         die(*err, 4);
       double total = 0;
       for (const auto &s : steps)
@@ -377,18 +377,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::string device = o.device.empty() ? (cudaArtifact ? "cuda" : "cpu") : o.device;
-  if (device == "cuda") {
-    if (!cudaArtifact)
-      die("'" + artifact + "' is not a CUDA artifact; compile it with rewire-compile "
-          "--target=cuda, or run it with --device=cpu", 1);
-    auto model = CudaModel::load(artifact, error, o.params);
-    if (!model)
-      die(error, 4);
-    return runWith(model.get(), o);
-  }
-  if (cudaArtifact)
+  if (device == "cuda" && !cudaArtifact)
+    die("'" + artifact + "' is not a CUDA artifact; compile it with rewire-compile "
+        "--target=cuda, or run it with --device=cpu", 1);
+  if (device == "cpu" && cudaArtifact)
     die("'" + artifact + "' is a CUDA artifact: run it with --device=cuda", 1);
-  auto model = Model::load(artifact, error, o.params);
+  auto model = Executable::load(artifact, error, o.params);
   if (!model)
     die(error, 4);
   return runWith(model.get(), o);

@@ -51,7 +51,8 @@ struct CompileOptions {
   /// Call the runtime's BLAS for GEMMs (else generated loops).
   bool blas = true;
   /// Call libm for exp/tanh/erf/... instead of vectorizable polynomial
-  /// approximations (which -O2 and above use otherwise).
+  /// approximations (which -O2 and above use otherwise on the CPU; the CUDA
+  /// target always uses the hardware's and libdevice's).
   bool preciseMath = false;
   /// Check index values, class labels and integer divisors at run time
   /// (rewire-check-indices; CPU target only).
@@ -110,11 +111,6 @@ struct ParameterSource {
   /// Initial values given in the IR (dense elements, f32), when not empty.
   std::vector<float> dense;
 };
-
-/// Runs `pipeline` (textual, without the builtin.module anchor) on
-/// `module`, with pass timing when enabled; `what` names it in errors.
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &pipeline,
-                                llvm::StringRef what);
 
 /// Print MLIR's pass timing report after every pipeline (rewire-compile
 /// --timing).

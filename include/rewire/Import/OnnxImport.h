@@ -89,6 +89,10 @@ std::vector<SupportedOp> supportedOps();
 /// `shape`; returns what is wrong.
 std::optional<std::string> parseInputShape(llvm::StringRef spec, std::vector<int64_t> &shape);
 
+/// Parses a --dim value ("batch=2") into `options.dimBindings`; returns what
+/// is wrong.
+std::optional<std::string> parseDimBinding(llvm::StringRef spec, ImportOptions &options);
+
 } // namespace rewire::onnx_import
 
 #endif // REWIRE_IMPORT_ONNXIMPORT_H

@@ -26,30 +26,32 @@ bool isCudaArtifact(const std::string &path);
 /// arena size. Returns what is wrong instead when it is invalid.
 std::optional<std::string> describeCudaArtifact(const std::string &path, std::string &text);
 
-class CudaModel {
+/// A CUDA artifact (Executable). Calls are not thread-safe: they share the
+/// device buffers and the stream.
+class CudaModel : public Executable {
 public:
   static std::unique_ptr<CudaModel> load(const std::string &artifactPath, std::string &error,
                                          const std::string &parametersPath = "");
   ~CudaModel();
 
-  const std::vector<FunctionInfo> &functions() const;
-  const FunctionInfo *function(const std::string &name) const;
+  const std::vector<FunctionInfo> &functions() const override;
   /// "NVIDIA H200, sm_90, 132 SMs, 140 GiB; image: cubin".
-  std::string device() const;
+  std::string device() const override;
+  bool isCuda() const override { return true; }
 
   /// The artifact's metadata JSON (format, chip, parameters_file, ...).
-  const std::string &metadata() const;
+  const std::string &metadata() const override;
 
   /// Uploads `inputs`, runs `function`, downloads `outputs` (synchronous).
   std::optional<std::string> run(const std::string &function,
                                  const std::vector<HostTensor> &inputs,
-                                 std::vector<HostTensor> &outputs);
+                                 std::vector<HostTensor> &outputs) const override;
 
   /// As run, with caller-owned host buffers, dense row-major of the
   /// declared shapes (Model::runRaw's contract): every input is uploaded and
   /// every output downloaded on each call.
   std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
-                                    void *const *outputs);
+                                    void *const *outputs) const override;
 
   /// Keeps state on the device between calls of `function` (a train
   /// step's weights and optimizer state): for each (output, input) pair the
@@ -57,15 +59,17 @@ public:
   /// input is uploaded only on the first call, and the output is not
   /// downloaded (runRaw leaves its host buffer untouched). `pull` brings
   /// those inputs' current values to the host when it needs them.
-  std::optional<std::string> keepOnDevice(const std::string &function,
-                                          const std::vector<std::pair<size_t, size_t>> &pairs);
+  std::optional<std::string>
+  keepOnDevice(const std::string &function,
+               const std::vector<std::pair<size_t, size_t>> &pairs) const override;
   /// Downloads the inputs kept on the device into `inputs` (host buffers in
   /// declared order; the other entries are not touched and may be null).
-  std::optional<std::string> pull(const std::string &function, void *const *inputs);
+  std::optional<std::string> pull(const std::string &function,
+                                  void *const *inputs) const override;
 
   /// Runs `function` `iterations` times on the inputs of the last run
   /// (device-resident), timed with CUDA events: milliseconds per run.
-  std::optional<std::string> time(const std::string &function, int iterations, double &ms);
+  std::optional<std::string> time(const std::string &function, int iterations, double &ms) const;
 
   /// One step of a schedule, timed alone.
   struct StepProfile {
@@ -76,7 +80,7 @@ public:
   /// Times every step of `function` (run once before) separately with CUDA
   /// events, each the mean of `iterations` back-to-back repetitions.
   std::optional<std::string> profile(const std::string &function, int iterations,
-                                     std::vector<StepProfile> &steps);
+                                     std::vector<StepProfile> &steps) const;
 
   struct Impl;
 

@@ -17,6 +17,7 @@
 #ifndef REWIRE_RUNTIME_RUNTIME_H
 #define REWIRE_RUNTIME_RUNTIME_H
 
+#include "rewire/Runtime/Executable.h"
 #include "rewire/Support/DType.h"
 
 #include <memory>
@@ -26,21 +27,8 @@
 
 namespace rewire::runtime {
 
-struct TensorInfo {
-  std::string name;
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  /// "2x3xf32".
-  std::string typeString() const;
-  int64_t byteSize() const;
-};
-
-struct FunctionInfo {
-  std::string name;
-  std::vector<TensorInfo> inputs, parameters, outputs;
-};
-
-class Model {
+/// A CPU artifact (Executable).
+class Model : public Executable {
 public:
   /// Loads `artifactPath` and binds its parameters from `parametersPath`
   /// (default: the file the artifact names, next to it). Returns null and
@@ -49,21 +37,21 @@ public:
                                      const std::string &parametersPath = "");
   ~Model();
 
-  const std::vector<FunctionInfo> &functions() const;
-  /// The function named `name`, or null.
-  const FunctionInfo *function(const std::string &name) const;
+  const std::vector<FunctionInfo> &functions() const override;
   /// The artifact's metadata JSON (compiler, target, functions).
-  const std::string &metadata() const;
+  const std::string &metadata() const override;
+  std::string device() const override { return "cpu"; }
+  bool isCuda() const override { return false; }
 
   /// Runs `function` on `inputs` (in declared order), allocating `outputs`.
   std::optional<std::string> run(const std::string &function,
                                  const std::vector<HostTensor> &inputs,
-                                 std::vector<HostTensor> &outputs) const;
+                                 std::vector<HostTensor> &outputs) const override;
 
   /// Runs with caller-owned buffers, dense row-major of the declared shapes
   /// (checked by the caller; see run for the checked form). No allocation.
   std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
-                                    void *const *outputs) const;
+                                    void *const *outputs) const override;
 
   struct Impl;
 

@@ -29,7 +29,6 @@ using namespace rewire;
 namespace {
 
 constexpr const char *kCheckFailed = "rewire_check_failed";
-constexpr const char *kInputChecksAttr = "rewire.input_checks";
 
 /// What the values of one check must satisfy.
 struct Requirement {
@@ -301,7 +300,7 @@ struct CheckIndicesPass : public rewire::impl::CheckIndicesBase<CheckIndicesPass
         }
       });
       if (!recorded.empty())
-        func->setAttr(kInputChecksAttr, ArrayAttr::get(func.getContext(), recorded));
+        func->setAttr(kInputChecksAttrName, ArrayAttr::get(func.getContext(), recorded));
     });
   }
 };

@@ -1,0 +1,95 @@
+//===- Driver.h - One compile, from a model file to an artifact --*- C++ -*-===//
+//
+// What rewire-compile does, as one call: read or import the model, apply
+// the residual rewrite, the instrumentation and the training steps, lower
+// for the target and write the stage asked for (IR, PTX, an object, or the
+// artifact and its parameter file). Tools map flags to a CompileJob and a
+// failure to their exit code; the Python API and the runtime tools' compile
+// cache make the same call.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_COMPILER_DRIVER_H
+#define REWIRE_COMPILER_DRIVER_H
+
+#include "rewire/Compiler/Compiler.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rewire::compiler {
+
+/// Why a compile failed: rewire-compile's exit codes (docs/compiling.md).
+enum class Failure {
+  usage = 1,        ///< the job's settings do not fit together
+  invalidModel = 2, ///< the model could not be read, imported or verified
+  unsupported = 3,  ///< an op, a dynamic shape, a residual or --train option
+  io = 4,           ///< a file could not be read or written
+  codegen = 5,      ///< code generation or the link failed
+  inputMismatch = 6 ///< an input shape does not fit the model's inputs
+};
+
+/// A failed compile. `message` is empty when the reason was reported as
+/// MLIR diagnostics already (through the context's handler).
+class CompileError : public llvm::ErrorInfo<CompileError> {
+public:
+  static char ID;
+  CompileError(Failure failure, std::string message)
+      : failure(failure), message(std::move(message)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+  Failure failure;
+  std::string message;
+};
+
+/// One compile, as rewire-compile's flags describe it.
+struct CompileJob {
+  /// An ONNX model (`.onnx`) or nn/residual IR (a file, or "-" for stdin).
+  std::string input;
+  /// Where the stage goes: "-" = stdout (IR and PTX only); empty = the input
+  /// with .rwx (.rwcu for CUDA, .o for objects), or stdout for IR.
+  std::string output;
+  /// The parameter file (empty: OUTPUT without .rwx + .params.safetensors).
+  std::string params;
+  Stage emit = Stage::artifact;
+  /// ONNX only: symbolic dimensions ("batch" -> 2) and input shapes.
+  std::map<std::string, int64_t> dims;
+  std::vector<std::vector<int64_t>> inputShapes;
+  /// `OPTIMIZER[:option=value,...]`: also compile eval_step and train_step.
+  std::string train;
+  /// Also write the model after the residual rewrite (before --train's
+  /// steps) as IR to this file, its nn.parameter_file naming the
+  /// artifact's parameter file: what rewire-export needs to export the
+  /// rewritten model with trained parameters, without importing and
+  /// rewriting again.
+  std::string rewrittenIR;
+  /// Return per-layer residual-stream statistics (residual-instrument).
+  bool instrument = false;
+  /// Print each stage's wall time and MLIR's pass timing to stderr.
+  bool timing = false;
+  /// The folder of librewire_kernels.a and librewire_cuda_emu.so.
+  std::string runtimeLibDir;
+  /// --target=cuda: also write the kernels compiled for the CUDA emulator.
+  std::string emulatorKernels;
+  CompileOptions options;
+};
+
+/// The job's settings checked together (a CPU stage for CUDA, -O7, ...):
+/// a CompileError(Failure::usage) saying what to change.
+llvm::Error validate(const CompileJob &job);
+
+/// Runs `job` in `context` (which must have Rewire's dialects and passes
+/// registered: rewire::registerRewireDialects/-Passes). Diagnostics go to
+/// the context's handler.
+llvm::Error compile(mlir::MLIRContext &context, const CompileJob &job);
+
+/// The failure category of an error from compile(); consumes it, printing
+/// its message (if any) as "`tool`: error: message".
+Failure reportError(llvm::Error error, llvm::StringRef tool);
+
+} // namespace rewire::compiler
+
+#endif // REWIRE_COMPILER_DRIVER_H

@@ -1,0 +1,89 @@
+//===- Executable.h - One interface over CPU and CUDA artifacts --*- C++ -*-===//
+//
+// What the tools, the trainer and the bindings need of a loaded artifact,
+// whatever runs it: its functions and metadata, calls on host tensors or
+// caller-owned buffers, and state kept where the code runs between calls
+// (a train step's weights and optimizer state stay on the GPU; on the CPU
+// host memory is that place, and keeping is free). Model (Runtime.h) and
+// CudaModel (CudaRuntime.h) implement it; Executable::load picks by file.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_RUNTIME_EXECUTABLE_H
+#define REWIRE_RUNTIME_EXECUTABLE_H
+
+#include "rewire/Support/DType.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rewire::runtime {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// "2x3xf32".
+  std::string typeString() const;
+  int64_t byteSize() const;
+};
+
+struct FunctionInfo {
+  std::string name;
+  std::vector<TensorInfo> inputs, parameters, outputs;
+};
+
+class Executable {
+public:
+  /// Loads a CPU (.rwx) or CUDA (.rwcu) artifact, told apart by content,
+  /// and binds its parameters from `parametersPath` (default: the file the
+  /// artifact names, next to it). Returns null and sets `error` on failure.
+  static std::unique_ptr<Executable> load(const std::string &artifactPath, std::string &error,
+                                          const std::string &parametersPath = "");
+  virtual ~Executable();
+
+  virtual const std::vector<FunctionInfo> &functions() const = 0;
+  /// The function named `name`, or null.
+  const FunctionInfo *function(const std::string &name) const;
+  /// The artifact's metadata JSON (format, target, parameters_file, ...).
+  virtual const std::string &metadata() const = 0;
+  /// Where the code runs: "cpu", or the GPU ("NVIDIA H200, sm_90, ...").
+  virtual std::string device() const = 0;
+  virtual bool isCuda() const = 0;
+
+  /// Runs `function` on `inputs` (in declared order), allocating `outputs`.
+  virtual std::optional<std::string> run(const std::string &function,
+                                         const std::vector<HostTensor> &inputs,
+                                         std::vector<HostTensor> &outputs) const = 0;
+
+  /// Runs with caller-owned buffers, dense row-major of the declared shapes
+  /// (checked by the caller; see run for the checked form).
+  virtual std::optional<std::string> runRaw(const std::string &function,
+                                            const void *const *inputs,
+                                            void *const *outputs) const = 0;
+
+  /// Keeps state where the code runs between calls of `function`: for each
+  /// (output, input) pair the output becomes the input of the next call
+  /// there, and the caller's host copy of the input is current only after
+  /// `pull`. The caller swaps its host buffers of each pair after a call
+  /// (on the CPU they are the state; on the GPU they are not read).
+  virtual std::optional<std::string>
+  keepOnDevice(const std::string &function,
+               const std::vector<std::pair<size_t, size_t>> &pairs) const {
+    (void)function, (void)pairs;
+    return std::nullopt;
+  }
+  /// Brings the inputs kept by keepOnDevice into `inputs` (host buffers in
+  /// declared order; the other entries are not touched and may be null).
+  virtual std::optional<std::string> pull(const std::string &function,
+                                          void *const *inputs) const {
+    (void)function, (void)inputs;
+    return std::nullopt;
+  }
+};
+
+} // namespace rewire::runtime
+
+#endif // REWIRE_RUNTIME_EXECUTABLE_H

@@ -1,0 +1,37 @@
+//===- Executable.cpp - One interface over CPU and CUDA artifacts ---------===//
+#include "rewire/Runtime/Executable.h"
+#include "rewire/Runtime/CudaRuntime.h"
+#include "rewire/Runtime/Runtime.h"
+
+using namespace rewire;
+using namespace rewire::runtime;
+
+std::string TensorInfo::typeString() const {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  return t.typeString();
+}
+
+int64_t TensorInfo::byteSize() const {
+  int64_t n = static_cast<int64_t>(dtypeSize(dtype));
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Executable::~Executable() = default;
+
+const FunctionInfo *Executable::function(const std::string &name) const {
+  for (const FunctionInfo &f : functions())
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+std::unique_ptr<Executable> Executable::load(const std::string &artifactPath, std::string &error,
+                                             const std::string &parametersPath) {
+  if (isCudaArtifact(artifactPath))
+    return CudaModel::load(artifactPath, error, parametersPath);
+  return Model::load(artifactPath, error, parametersPath);
+}
