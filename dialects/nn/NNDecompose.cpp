@@ -29,6 +29,15 @@ std::pair<Value, Value> momentsKeep(ImplicitLocOpBuilder &b, Value x, RankedTens
 }
 } // namespace
 
+Value nn::splat(ImplicitLocOpBuilder &b, RankedTensorType type, double value) {
+  auto attr = DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), value));
+  return ConstantOp::create(b, type, attr);
+}
+
+Value nn::scalar(ImplicitLocOpBuilder &b, Type elementType, double value) {
+  return splat(b, RankedTensorType::get({}, elementType), value);
+}
+
 Value nn::decomposeBatchNorm(ImplicitLocOpBuilder &b, Value x, Value scale, Value bias,
                              Value mean, Value var, double epsilon, bool training,
                              BatchStatistics *stats) {

@@ -2,7 +2,8 @@
 //
 // Decompositions shared by the lowering and the reverse rules, so both see
 // the same arithmetic: batch normalization with batch statistics (training
-// mode) or running statistics.
+// mode) or running statistics; and the constants decompositions are built
+// with.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_DIALECTS_NN_NNDECOMPOSE_H
@@ -11,6 +12,12 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace rewire::nn {
+
+/// A splat nn.constant of `type` (any shape, float elements) holding `value`.
+mlir::Value splat(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type, double value);
+
+/// A 0-d nn.constant holding `value`, of the float `elementType`.
+mlir::Value scalar(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType, double value);
 
 /// The batch statistics of a training-mode batch normalization, as `[C]`
 /// vectors: the mean and the biased variance over every axis but 1.

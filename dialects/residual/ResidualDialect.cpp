@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/residual/ResidualDialect.h"
 #include "dialects/residual/ResidualOps.h"
+#include "dialects/nn/NNDialect.h"
 
 using namespace mlir;
 using namespace rewire::residual;

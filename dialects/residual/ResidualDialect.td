@@ -38,7 +38,7 @@ def Residual_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 0;
   // Canonicalizations materialize folded gate values as arith.constant.
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::rewire::nn::NNDialect"];
 }
 
 //===----------------------------------------------------------------------===//

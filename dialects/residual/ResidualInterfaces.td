@@ -13,8 +13,9 @@ def Residual_StreamOpInterface : OpInterface<"StreamOpInterface"> {
   let cppNamespace = "::rewire::residual";
   let description = [{
     An op that is one step of a residual stream: it reads the stream state
-    (`getStreamInput`, always operand 0) and identifies its place in the model
-    by a stream id and a layer index.
+    (`getStreamInput`, always operand 0), identifies its place in the model
+    by a stream id and a layer index, and says what it computes in nn ops
+    (`decompose`).
   }];
   let methods = [
     InterfaceMethod<"The id of the stream this op belongs to.",
@@ -39,6 +40,19 @@ def Residual_StreamOpInterface : OpInterface<"StreamOpInterface"> {
           return -1;
         return axis < 0 ? axis + rank : axis;
       }]>,
+    InterfaceMethod<[{
+        The op's result written in nn ops, built with `b` on `operands` (the
+        op's own operands, or values of their types): the one definition of
+        the form's arithmetic (dialects/residual/ResidualDecompose.cpp).
+        Reverse-mode differentiation, the ONNX export (residual-decompose)
+        and the instrumentation build on it; the fused lowering to linalg
+        must compute the same values (test/Conversion/decompose-parity.test).
+        Forms that normalize rows do so with the feature axis moved last
+        (nn.transpose) when it is not. Fails, with an error on the op, for a
+        case the decomposition does not cover.
+      }],
+      "::mlir::FailureOr<::mlir::Value>", "decompose",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::mlir::ValueRange":$operands)>,
   ];
 }
 

@@ -29,7 +29,7 @@ defvar StreamAttrsFormat =
 
 class Residual_StreamOp<string mnemonic, list<Trait> traits = []>
     : Residual_Op<mnemonic, !listconcat(traits, [
-        Pure, Residual_StreamOpInterface])> {
+        Pure, DeclareOpInterfaceMethods<Residual_StreamOpInterface>])> {
   let hasVerifier = 1;
 }
 

@@ -145,13 +145,17 @@ LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
 
 LogicalResult rewire::autodiff::differentiateDecomposition(
     ImplicitLocOpBuilder &b, ValueRange operands,
-    function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> forward, Value resultAdjoint,
+    function_ref<FailureOr<Value>(ImplicitLocOpBuilder &, ValueRange)> forward,
+    Value resultAdjoint,
     SmallVectorImpl<Value> &operandAdjoints) {
   Block *block = b.getInsertionBlock();
   Block::iterator before = b.getInsertionPoint();
   bool atStart = before == block->begin();
   Operation *last = atStart ? nullptr : &*std::prev(before);
-  Value result = forward(b, operands);
+  FailureOr<Value> built = forward(b, operands);
+  if (failed(built))
+    return failure();
+  Value result = *built;
   SmallVector<Operation *> ops;
   for (Block::iterator it = atStart ? block->begin() : std::next(Block::iterator(last));
        it != b.getInsertionPoint(); ++it)

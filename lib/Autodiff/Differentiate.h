@@ -36,8 +36,9 @@ mlir::LogicalResult backpropagate(mlir::ImplicitLocOpBuilder &b,
 /// operand. Composite ops (gated residual updates, mixes) use it.
 mlir::LogicalResult
 differentiateDecomposition(mlir::ImplicitLocOpBuilder &b, mlir::ValueRange operands,
-                           llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &,
-                                                          mlir::ValueRange)> forward,
+                           llvm::function_ref<mlir::FailureOr<mlir::Value>(
+                               mlir::ImplicitLocOpBuilder &, mlir::ValueRange)>
+                               forward,
                            mlir::Value resultAdjoint,
                            llvm::SmallVectorImpl<mlir::Value> &operandAdjoints);
 

@@ -9,15 +9,6 @@ using namespace mlir;
 
 namespace rewire::autodiff {
 
-Value splat(ImplicitLocOpBuilder &b, RankedTensorType type, double value) {
-  auto attr = DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), value));
-  return nn::ConstantOp::create(b, type, attr);
-}
-
-Value scalar(ImplicitLocOpBuilder &b, Type elementType, double value) {
-  return splat(b, RankedTensorType::get({}, elementType), value);
-}
-
 Value broadcastTo(ImplicitLocOpBuilder &b, Value v, RankedTensorType target) {
   if (v.getType() == target)
     return v;

@@ -9,6 +9,8 @@
 #ifndef REWIRE_AUTODIFF_REVERSEMODE_H
 #define REWIRE_AUTODIFF_REVERSEMODE_H
 
+#include "dialects/nn/NNDecompose.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -27,11 +29,9 @@ mlir::Value sumToShape(mlir::ImplicitLocOpBuilder &b, mlir::Value grad,
 mlir::Value broadcastTo(mlir::ImplicitLocOpBuilder &b, mlir::Value v,
                         mlir::RankedTensorType target);
 
-/// A splat nn.constant of `type` (any shape) holding `value`.
-mlir::Value splat(mlir::ImplicitLocOpBuilder &b, mlir::RankedTensorType type, double value);
-
-/// A 0-d nn.constant holding `value`, of `elementType`.
-mlir::Value scalar(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType, double value);
+/// Splat and 0-d nn.constants (dialects/nn/NNDecompose.h).
+using nn::scalar;
+using nn::splat;
 
 /// Attaches the reverse rules of the nn and residual ops.
 void registerReverseModeExternalModels(mlir::DialectRegistry &registry);

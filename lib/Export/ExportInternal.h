@@ -11,6 +11,8 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include "dialects/residual/ResidualOps.h"
+
 #include "onnx/onnx.pb.h"
 
 #include <string>
@@ -58,9 +60,9 @@ private:
   unsigned counter = 0;
 };
 
-/// Emits the decomposition of a residual op; fails (with a diagnostic) for
-/// configurations the exporter does not support.
-mlir::LogicalResult exportResidualOp(mlir::Operation *op, GraphBuilder &g);
+/// Emits residual.route (Mixture-of-Depths) as ONNX nodes; fails (with a
+/// diagnostic) for a rate over a dynamic shape.
+mlir::LogicalResult exportRoute(rewire::residual::RouteOp op, GraphBuilder &g);
 
 /// The ONNX data type of `t`, or 0 when it has none.
 int32_t onnxDataType(mlir::Type t);

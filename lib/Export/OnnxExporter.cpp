@@ -2,7 +2,9 @@
 //
 // Walks the exported function in order and emits one ONNX node per nn op
 // (nn.attention and nn.rms_norm, which have no ONNX operator at opset 17, as
-// small decompositions), residual ops through ResidualExport.cpp, generic
+// small decompositions), residual stream ops through their decomposition
+// into nn ops (the dialect's one definition of each form), residual.route
+// through RouteExport.cpp, generic
 // nn.onnx_node ops as the node they came from, and parameters as initializers
 // in the order the function loads them, so import -> export -> import gives
 // the same IR.
@@ -14,7 +16,7 @@
 
 #include "dialects/nn/NNOps.h"
 #include "dialects/nn/NNParameters.h"
-#include "dialects/residual/ResidualOps.h"
+#include "dialects/residual/ResidualDecompose.h"
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/InitRules.h"
 #include "rewire/Support/Safetensors.h"
@@ -32,141 +34,6 @@ using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_export;
 
-//===----------------------------------------------------------------------===//
-// GraphBuilder
-//===----------------------------------------------------------------------===//
-
-std::string GraphBuilder::name(Value v) {
-  auto it = names.find(v);
-  if (it != names.end())
-    return it->second;
-  std::string n = fresh("v");
-  names[v] = n;
-  return n;
-}
-
-std::string GraphBuilder::fresh(StringRef hint) {
-  return ("rw_" + hint + "_" + Twine(counter++)).str();
-}
-
-onnx::NodeProto *GraphBuilder::node(StringRef op, ArrayRef<std::string> inputs,
-                                    ArrayRef<std::string> outputs) {
-  onnx::NodeProto *n = graph.add_node();
-  n->set_op_type(op.str());
-  n->set_name(("rw_" + op + "_" + Twine(graph.node_size())).str());
-  for (const std::string &in : inputs)
-    n->add_input(in);
-  for (const std::string &out : outputs)
-    n->add_output(out);
-  return n;
-}
-
-std::string GraphBuilder::node1(StringRef op, ArrayRef<std::string> inputs,
-                                onnx::NodeProto **out) {
-  std::string result = fresh(op.lower());
-  onnx::NodeProto *n = node(op, inputs, {result});
-  if (out)
-    *out = n;
-  return result;
-}
-
-std::string GraphBuilder::constI64(ArrayRef<int64_t> values, bool scalar) {
-  std::string result = fresh("const");
-  onnx::NodeProto *n = node("Constant", {}, {result});
-  onnx::AttributeProto *a = n->add_attribute();
-  a->set_name("value");
-  a->set_type(onnx::AttributeProto::TENSOR);
-  onnx::TensorProto *t = a->mutable_t();
-  t->set_data_type(onnx::TensorProto::INT64);
-  if (!scalar)
-    t->add_dims(static_cast<int64_t>(values.size()));
-  for (int64_t v : values)
-    t->add_int64_data(v);
-  return result;
-}
-
-std::string GraphBuilder::constF32(float value) {
-  std::string result = fresh("const");
-  onnx::NodeProto *n = node("Constant", {}, {result});
-  onnx::AttributeProto *a = n->add_attribute();
-  a->set_name("value");
-  a->set_type(onnx::AttributeProto::TENSOR);
-  onnx::TensorProto *t = a->mutable_t();
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_float_data(value);
-  return result;
-}
-
-void GraphBuilder::attr(onnx::NodeProto *n, StringRef key, int64_t v) {
-  onnx::AttributeProto *a = n->add_attribute();
-  a->set_name(key.str());
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void GraphBuilder::attr(onnx::NodeProto *n, StringRef key, float v) {
-  onnx::AttributeProto *a = n->add_attribute();
-  a->set_name(key.str());
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-void GraphBuilder::attr(onnx::NodeProto *n, StringRef key, StringRef v) {
-  onnx::AttributeProto *a = n->add_attribute();
-  a->set_name(key.str());
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v.str());
-}
-void GraphBuilder::attr(onnx::NodeProto *n, StringRef key,
-                        ArrayRef<int64_t> v) {
-  onnx::AttributeProto *a = n->add_attribute();
-  a->set_name(key.str());
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v)
-    a->add_ints(x);
-}
-
-std::string GraphBuilder::reduce(StringRef op, const std::string &x,
-                                 ArrayRef<int64_t> axes, bool keepdims) {
-  onnx::NodeProto *n;
-  std::string out;
-  // ReduceSum takes axes as an input from opset 13, the others from 18.
-  bool asInput = op == "ReduceSum" ? opset >= 13 : opset >= 18;
-  if (asInput) {
-    std::string a = constI64(axes);
-    out = node1(op, {x, a}, &n);
-  } else {
-    out = node1(op, {x}, &n);
-    attr(n, "axes", axes);
-  }
-  attr(n, "keepdims", int64_t(keepdims ? 1 : 0));
-  return out;
-}
-
-int32_t rewire::onnx_export::onnxDataType(Type t) {
-  if (t.isF32())
-    return onnx::TensorProto::FLOAT;
-  if (t.isF64())
-    return onnx::TensorProto::DOUBLE;
-  if (t.isF16())
-    return onnx::TensorProto::FLOAT16;
-  if (t.isBF16())
-    return onnx::TensorProto::BFLOAT16;
-  if (t.isInteger(1))
-    return onnx::TensorProto::BOOL;
-  if (auto i = dyn_cast<IntegerType>(t)) {
-    bool u = i.isUnsigned();
-    switch (i.getWidth()) {
-    case 8:
-      return u ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
-    case 16:
-      return u ? onnx::TensorProto::UINT16 : onnx::TensorProto::INT16;
-    case 32:
-      return u ? onnx::TensorProto::UINT32 : onnx::TensorProto::INT32;
-    case 64:
-      return u ? onnx::TensorProto::UINT64 : onnx::TensorProto::INT64;
-    }
-  }
-  return 0;
-}
 
 //===----------------------------------------------------------------------===//
 // Exporter
@@ -709,10 +576,7 @@ LogicalResult Exporter::exportOp(Operation *op) {
         return success();
       })
       .Case([&](nn::OnnxNodeOp generic) { return exportGeneric(generic); })
-      .Case<residual::AddOp, residual::ScaleAddOp, residual::GatedAddOp,
-            residual::MixOp, residual::NagGateOp, residual::NagAddOp,
-            residual::RouteOp, residual::TapOp>(
-          [&](Operation *r) { return exportResidualOp(r, b); })
+      .Case([&](residual::RouteOp r) { return exportRoute(r, b); })
       .Default([&](Operation *other) {
         return other->emitError()
                << "'" << other->getName()
@@ -727,6 +591,9 @@ LogicalResult Exporter::run(StringRef outputPath) {
                               << "' to export";
   if (!func.getBody().hasOneBlock())
     return func.emitError() << "only single-block functions can be exported";
+  // Residual forms are exported as the nn ops they are defined by.
+  if (failed(residual::decomposeStreamOps(func)))
+    return failure();
   if (!opts.parameterFile.empty()) {
     paramsPath = opts.parameterFile;
   } else if (auto file =

@@ -194,6 +194,23 @@ def ResidualMod : Pass<"residual-mod", "::mlir::ModuleOp"> {
   let dependentDialects = ["::rewire::residual::ResidualDialect"];
 }
 
+def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {
+  let summary = "Write every residual stream op as the nn ops it stands for";
+  let description = [{
+    Replaces each stream op (`residual.add`, `scale_add`, `gated_add`, `mix`,
+    `nag_gate`, `nag_add`, `tap`) by its decomposition into nn ops
+    (`StreamOpInterface::decompose`, dialects/residual/ResidualDecompose.cpp),
+    the one definition of each form's arithmetic that differentiation and the
+    ONNX export use too. `residual.route` (Mixture-of-Depths) stays. The
+    result computes what the fused lowering (`convert-residual-to-linalg`)
+    computes; test/Conversion/decompose-parity.test runs both on every form.
+
+    Example: `residual.gated_add highway additive %h, %u, %w, %b` becomes
+    `nn.add %h, (nn.mul (nn.sigmoid (nn.add (nn.matmul %h, %w), %b)), %u)`.
+  }];
+  let dependentDialects = ["::rewire::nn::NNDialect"];
+}
+
 def InlineParameters : Pass<"nn-inline-parameters", "::mlir::ModuleOp"> {
   let summary = "Replace parameter loads by constants holding their values";
   let description = [{

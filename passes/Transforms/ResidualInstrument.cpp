@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
 
-#include "lib/Autodiff/ResidualGates.h"
-#include "lib/Autodiff/ReverseMode.h"
+#include "dialects/residual/ResidualDecompose.h"
+#include "dialects/nn/NNDecompose.h"
 
 #include "dialects/nn/NNOps.h"
 #include "dialects/residual/ResidualOps.h"
@@ -78,14 +78,13 @@ void ResidualInstrumentPass::runOnOperation() {
       stats.push_back(meanAll(b, hn));
       names.push_back(prefix + ".norm");
       Value dn = rowNorms(b, nn::SubOp::create(b, y, h), axis);
-      Value eps = autodiff::scalar(b, ht.getElementType(), 1e-30);
+      Value eps = nn::scalar(b, ht.getElementType(), 1e-30);
       stats.push_back(meanAll(b, nn::DivOp::create(b, dn, nn::AddOp::create(b, hn, eps))));
       names.push_back(prefix + ".update");
       Value gate;
       if (auto g = dyn_cast<residual::GatedAddOp>(raw)) {
         if (axis == ht.getRank() - 1)
-          gate = autodiff::gatedAddGate(b, g.getH(), g.getU(), g.getWeight(), g.getBias(),
-                                        g.getGate() == residual::GateKind::review, g.getEpsOrDefault());
+          gate = residual::buildGate(b, g, g.getH(), g.getU(), g.getWeight(), g.getBias());
       } else if (auto n = dyn_cast<residual::NagAddOp>(raw)) {
         gate = n.getM();
         // Mixture-of-Depths: the fraction of rows whose routed modulator is 0.
@@ -93,7 +92,7 @@ void ResidualInstrumentPass::runOnOperation() {
           auto mt = cast<RankedTensorType>(gate.getType());
           Value kept = nn::CastOp::create(
               b, mt, nn::CastOp::create(b, RankedTensorType::get(mt.getShape(), b.getI1Type()), gate));
-          stats.push_back(nn::SubOp::create(b, autodiff::scalar(b, mt.getElementType(), 1.0), meanAll(b, kept)));
+          stats.push_back(nn::SubOp::create(b, nn::scalar(b, mt.getElementType(), 1.0), meanAll(b, kept)));
           names.push_back(prefix + ".skip");
         }
       }

@@ -29,6 +29,9 @@ struct ExportOptions {
 
 /// Serializes `module` to `outputPath` (written atomically). Diagnostics go
 /// to the context's handler.
+/// Writes `options.function` of `module` as an ONNX model to `outputPath`
+/// (atomically). The function's residual stream ops are replaced by their
+/// nn decompositions on the way (the module is changed).
 mlir::LogicalResult exportOnnxFile(mlir::ModuleOp module,
                                    llvm::StringRef outputPath,
                                    const ExportOptions &options);

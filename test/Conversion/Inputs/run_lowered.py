@@ -6,6 +6,13 @@ test/Export/Inputs/residual_reference.py) or, with --cases nn, the nn ops
 (nn_reference.py).
 
     run_lowered.py REWIRE_OPT MLIR_RUNNER RUNTIME_LIB_DIR WORKDIR [--cases nn]
+    run_lowered.py REWIRE_OPT MLIR_RUNNER RUNTIME_LIB_DIR WORKDIR --decomposed
+
+--decomposed runs every residual op both ways: fused (convert-residual-to-
+linalg) and as its decomposition into nn ops (residual-decompose, then
+convert-nn-to-linalg: the definition autodiff and the ONNX export use), and
+also requires the two to agree (|fused - decomposed| <= 1e-5 + 1e-5
+|fused|).
 """
 import os
 import re
@@ -20,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "py
 import rewire_run  # noqa: E402
 
 NN = "--cases" in sys.argv and sys.argv[sys.argv.index("--cases") + 1] == "nn"
+DECOMPOSED = "--decomposed" in sys.argv
 if NN:
     import nn_reference as ref  # noqa: E402,F811
 
@@ -40,21 +48,36 @@ def main():
         feeds = {n: (rng.uniform(0.5, 2.0, s) if n.endswith("+") else rng.standard_normal(s)).astype(np.float32)
                  for n, s in inputs}
         dims = [int(d) for d in re.search(r"-> \(tensor<([^>]*)>", mlir).group(1).split("x")[:-1]]
+        pipelines = [convert]
+        if DECOMPOSED:
+            pipelines.append("residual-decompose,convert-nn-to-linalg,convert-residual-to-linalg")
         try:
-            tensor_ir = rewire_run.run([opt, "--pass-pipeline=builtin.module(func.func(%s))" % convert],
-                                       "module {\n" + mlir + "}\n")
-            got, _ = rewire_run.execute(tensor_ir, [(feeds[n], "f32") for n, _ in inputs], dims,
-                                        runner=runner, libdir=libdir, opt=opt)
+            results = []
+            for pipeline in pipelines:
+                tensor_ir = rewire_run.run([opt, "--pass-pipeline=builtin.module(func.func(%s))" % pipeline],
+                                           "module {\n" + mlir + "}\n")
+                got, _ = rewire_run.execute(tensor_ir, [(feeds[n], "f32") for n, _ in inputs], dims,
+                                            runner=runner, libdir=libdir, opt=opt)
+                results.append(got)
         except rewire_run.ToolError as e:
             print("FAIL %s: %s" % (name, e))
             bad += 1
             continue
         args64 = [feeds[n].astype(np.float64) for n, _ in inputs]
         want = fn(*args64) if fn is not None else ref.nag_add_ref(*args64)
-        err = np.abs(got - want)
-        ok = np.all(err <= 1e-5 + 1e-5 * np.abs(want))
+        err = max(np.abs(got - want).max() for got in results)
+        ok = all(np.all(np.abs(got - want) <= 1e-5 + 1e-5 * np.abs(want)) for got in results)
+        line = "%s %s: max abs error %.2e" % ("ok  " if ok else "FAIL", name, err)
+        if DECOMPOSED:
+            fused, decomposed = results
+            apart = np.abs(fused - decomposed)
+            agree = np.all(apart <= 1e-5 + 1e-5 * np.abs(fused))
+            line += ", fused vs decomposed %.2e%s" % (apart.max(), "" if agree else " (FAIL)")
+            ok = ok and agree
+            if not ok and line.startswith("ok"):
+                line = "FAIL" + line[4:]
         bad += not ok
-        print("%s %s: max abs error %.2e" % ("ok  " if ok else "FAIL", name, err.max()))
+        print(line)
     print("%d cases, %d failed" % (run, bad))
     sys.exit(1 if bad else 0)
 

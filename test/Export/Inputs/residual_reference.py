@@ -95,6 +95,24 @@ CASES = [
     case("nag_add",
          "residual.nag_add %R, %f, %a, %m stream 0 layer 0 : $T, tensor<f32>, tensor<2x5x1xf32>".replace("$T", t(S)),
          [("R", S), ("f", S), ("a", []), ("m", [B, T, 1])], S, None),
+    case("gated_add highway additive NCHW axis 1",
+         "residual.gated_add highway additive %h, %u, %W, %b axis 1 stream 0 layer 0 : tensor<2x4x3x3xf32>, tensor<4x4xf32>, tensor<4xf32>",
+         [("h", [2, 4, 3, 3]), ("u", [2, 4, 3, 3]), ("W", [4, 4]), ("b", [4])], [2, 4, 3, 3],
+         lambda h, u, W, b: nchw(lambda h, u: h + sig(h @ W + b) * u, h, u)),
+    case("gated_add review convex NCHW axis 1",
+         "residual.gated_add review convex %h, %u, %W, %b axis 1 stream 0 layer 0 : tensor<2x4x3x3xf32>, tensor<8x4xf32>, tensor<4xf32>",
+         [("h", [2, 4, 3, 3]), ("u", [2, 4, 3, 3]), ("W", [8, 4]), ("b", [4])], [2, 4, 3, 3],
+         lambda h, u, W, b: nchw(lambda h, u: (lambda r: (1 - r) * h + r * u)(
+             sig(np.concatenate([rms(h, 1e-6), rms(u, 1e-6)], -1) @ W + b)), h, u)),
+    case("nag_gate NCHW axis 1",
+         "residual.nag_gate %R, %w, %b, %pi axis 1 stream 0 layer 0 : tensor<2x4x3x3xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>",
+         [("R", [2, 4, 3, 3]), ("w", [4, C]), ("b", [C]), ("pi", [C])], [2, 1, 3, 3],
+         lambda R, w, b, pi: nchw(lambda R: np.sum(
+             softmax(pi) * sig(R / np.sqrt(np.mean(R * R, -1, keepdims=True)) @ w + b), -1, keepdims=True), R)),
+    case("nag_add NCHW axis 1",
+         "residual.nag_add %R, %f, %a, %m axis 1 stream 0 layer 0 : tensor<2x4x3x3xf32>, tensor<f32>, tensor<2x1x3x3xf32>",
+         [("R", [2, 4, 3, 3]), ("f", [2, 4, 3, 3]), ("a", []), ("m", [2, 1, 3, 3])], [2, 4, 3, 3],
+         lambda R, f, a, m: nchw(lambda R, f, m: nag_add_ref(R, f, a, m), R, f, m)),
     case("route threshold 0.5",
          "residual.route %m threshold 0.5 : tensor<2x5x1xf32>",
          [("m", [B, T, 1])], [B, T, 1], lambda m: np.where(m < 0.5, 0.0, m)),
@@ -104,6 +122,11 @@ CASES = [
     case("tap", 'residual.tap %h name "depth1" stream 0 layer 1 : $T'.replace("$T", t(S)),
          [("h", S)], S, lambda h: h),
 ]
+
+
+def nchw(fn, *xs):
+    """fn on [N, H, W, C] views of [N, C, H, W] tensors, the result back."""
+    return np.transpose(fn(*[np.transpose(x, (0, 2, 3, 1)) for x in xs]), (0, 3, 1, 2))
 
 
 def route_rate_ref(m, rate):

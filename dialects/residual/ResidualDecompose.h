@@ -1,0 +1,30 @@
+//===- ResidualDecompose.h - Residual forms in nn ops ------------*- C++ -*-===//
+//
+// The residual ops written in nn ops (StreamOpInterface::decompose,
+// ResidualDecompose.cpp): all of a function's at once (the ONNX export,
+// residual-decompose), and the piece other code needs alone, the gate of a
+// gated update, which the instrumentation reports.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_DIALECTS_RESIDUAL_RESIDUALDECOMPOSE_H
+#define REWIRE_DIALECTS_RESIDUAL_RESIDUALDECOMPOSE_H
+
+#include "dialects/residual/ResidualOps.h"
+
+namespace rewire::residual {
+
+/// Replaces every stream op under `root` by its decomposition into nn ops
+/// (StreamOpInterface::decompose); residual.route stays. Fails, with the
+/// op's error, on one that cannot be decomposed.
+mlir::LogicalResult decomposeStreamOps(mlir::Operation *root);
+
+/// The gate `r` of `op` in nn ops, on `h`, `u`, `weight`, `bias` (the op's
+/// operands or values of their types): `sigmoid(concat[rms(h), rms(u)] W +
+/// b)` for a review gate, `sigmoid(h W + b)` for a highway gate. The
+/// feature axis must be the last.
+mlir::Value buildGate(mlir::ImplicitLocOpBuilder &b, GatedAddOp op, mlir::Value h,
+                      mlir::Value u, mlir::Value weight, mlir::Value bias);
+
+} // namespace rewire::residual
+
+#endif // REWIRE_DIALECTS_RESIDUAL_RESIDUALDECOMPOSE_H

@@ -1,0 +1,26 @@
+//===- ResidualDecompose.cpp - Residual ops as nn ops ---------------------===//
+//
+// Implements residual-decompose (see Passes.td) over the dialect's own
+// decompositions (dialects/residual/ResidualDecompose.h).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Transforms/Passes.h"
+
+#include "dialects/residual/ResidualDecompose.h"
+
+namespace rewire {
+#define GEN_PASS_DEF_RESIDUALDECOMPOSE
+#include "passes/Transforms/Passes.h.inc"
+} // namespace rewire
+
+using namespace mlir;
+
+namespace {
+struct ResidualDecomposePass
+    : public rewire::impl::ResidualDecomposeBase<ResidualDecomposePass> {
+  void runOnOperation() override {
+    if (failed(rewire::residual::decomposeStreamOps(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace
