@@ -10,7 +10,7 @@
 #include "rewire/Compiler/Compiler.h"
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/CudaArtifact.h"
-#include "rewire/Support/Json.h"
+#include "lib/Compiler/JsonText.h"
 #include "rewire/Version.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -77,7 +77,8 @@ public:
             std::map<std::string, int> &kernels)
       : fn(fn), entry(entry), blob(blob), kernels(kernels) {}
   LogicalResult run();
-  std::string json() const;
+  /// The schedule as the metadata's function object.
+  void json(llvm::json::OStream &json) const;
 
 private:
   LogicalResult step(Operation *op);
@@ -232,18 +233,18 @@ LogicalResult Scheduler::gemm(linalg::GenericOp op) {
       ob += j * runs[i].sb;
       oc += j * runs[i].sc;
     }
-    std::string s = "{\"op\":\"gemm\",\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
-                    ",\"c\":" + std::to_string(c) + ",\"ta\":" + std::to_string(ta) +
-                    ",\"tb\":" + std::to_string(tb) + ",\"m\":" + std::to_string(M) +
-                    ",\"n\":" + std::to_string(N) + ",\"k\":" + std::to_string(K) +
-                    ",\"lda\":" + std::to_string(lda) + ",\"ldb\":" + std::to_string(ldb) +
-                    ",\"ldc\":" + std::to_string(ldc) + ",\"oa\":" + std::to_string(oa) +
-                    ",\"ob\":" + std::to_string(ob) + ",\"oc\":" + std::to_string(oc) +
-                    ",\"batch\":" + std::to_string(inner.count) +
-                    ",\"sa\":" + std::to_string(inner.sa) + ",\"sb\":" + std::to_string(inner.sb) +
-                    ",\"sc\":" + std::to_string(inner.sc) +
-                    ",\"beta\":" + (op->hasAttr("rewire.beta_zero") ? "0" : "1") + "}";
-    steps.push_back(s);
+    steps.push_back(jsonText([&](llvm::json::OStream &json) {
+      json.object([&] {
+        json.attribute("op", "gemm");
+        for (auto [key, value] :
+             {std::pair<const char *, int64_t>{"a", a}, {"b", b}, {"c", c}, {"ta", ta},
+              {"tb", tb}, {"m", M}, {"n", N}, {"k", K}, {"lda", lda}, {"ldb", ldb},
+              {"ldc", ldc}, {"oa", oa}, {"ob", ob}, {"oc", oc}, {"batch", inner.count},
+              {"sa", inner.sa}, {"sb", inner.sb}, {"sc", inner.sc}})
+          json.attribute(key, value);
+        json.attribute("beta", op->hasAttr("rewire.beta_zero") ? 0 : 1);
+      });
+    }));
   }
   return success();
 }
@@ -287,18 +288,16 @@ LogicalResult Scheduler::step(Operation *op) {
     return success();
   }
   if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
-    auto dims = [&](gpu::KernelDim3 d, std::string &out) -> bool {
-      out = "[";
+    auto dims = [&](gpu::KernelDim3 d, SmallVector<int64_t, 3> &out) -> bool {
       for (Value v : {d.x, d.y, d.z}) {
         std::optional<int64_t> c = getConstantIntValue(v);
         if (!c || *c < 1)
           return false;
-        out += (out.size() > 1 ? "," : "") + std::to_string(*c);
+        out.push_back(*c);
       }
-      out += "]";
       return true;
     };
-    std::string grid, block;
+    SmallVector<int64_t, 3> grid, block;
     if (!dims(launch.getGridSizeOperandValues(), grid) ||
         !dims(launch.getBlockSizeOperandValues(), block))
       return launch.emitError("rewire-compile: --target=cuda: a launch of dynamic geometry");
@@ -306,7 +305,7 @@ LogicalResult Scheduler::step(Operation *op) {
     auto [it, inserted] = kernels.try_emplace(name, static_cast<int>(kernels.size()));
     // Each operand's extent (bytes from the buffer's base the kernel may
     // touch), for the runtime to check against the buffer.
-    std::string args = "[", need = "[";
+    SmallVector<int64_t> args, need;
     for (Value v : launch.getKernelOperands()) {
       if (!root.count(v))
         return launch.emitError("rewire-compile: --target=cuda: a kernel operand that is not a buffer");
@@ -316,12 +315,21 @@ LogicalResult Scheduler::step(Operation *op) {
       int64_t last = l->offset;
       for (auto [size, stride] : llvm::zip(l->shape, l->strides))
         last += (size - 1) * stride;
-      args += (args.size() > 1 ? "," : "") + std::to_string(use(v));
-      need += (need.size() > 1 ? "," : "") + std::to_string((last + 1) * l->elemBytes);
+      args.push_back(use(v));
+      need.push_back((last + 1) * l->elemBytes);
     }
-    steps.push_back("{\"op\":\"launch\",\"kernel\":" + std::to_string(it->second) +
-                    ",\"grid\":" + grid + ",\"block\":" + block + ",\"args\":" + args +
-                    "],\"extents\":" + need + "]}");
+    steps.push_back(jsonText([&](llvm::json::OStream &json) {
+      json.object([&] {
+        json.attribute("op", "launch");
+        json.attribute("kernel", it->second);
+        for (auto [key, values] : {std::pair<const char *, ArrayRef<int64_t>>{"grid", grid},
+                                   {"block", block}, {"args", args}, {"extents", need}})
+          json.attributeArray(key, [&] {
+            for (int64_t x : values)
+              json.value(x);
+          });
+      });
+    }));
     return success();
   }
   if (auto generic = dyn_cast<linalg::GenericOp>(op))
@@ -416,45 +424,61 @@ LogicalResult Scheduler::run() {
   return success();
 }
 
-std::string Scheduler::json() const {
-  std::string s = "{\"name\":" + rewire::jsonQuote(entry.name) +
-                  ",\"inputs\":" + tensorSpecsJson(entry.inputs) +
-                  ",\"parameters\":" + tensorSpecsJson(entry.parameters) +
-                  ",\"outputs\":" + tensorSpecsJson(entry.outputs) + ",\"input_checks\":[";
-  // Checks of input values the kernels cannot make (rewire-check-indices
-  // record-inputs): the runtime applies them to the host inputs.
-  bool firstCheck = true;
-  for (const InputCheck &c : entry.inputChecks) {
-    auto it = std::find_if(entry.inputs.begin(), entry.inputs.end(),
-                           [&](const TensorSpec &t) { return t.name == c.input; });
-    if (it == entry.inputs.end())
-      continue;
-    s += std::string(firstCheck ? "" : ",") + "{\"input\":" +
-         std::to_string(it - entry.inputs.begin()) + ",\"what\":" + rewire::jsonQuote(c.what) +
-         ",\"lo\":" + std::to_string(c.lo) + ",\"hi\":" + std::to_string(c.hi) +
-         (c.also ? ",\"also\":" + std::to_string(*c.also) : std::string()) +
-         ",\"nonzero\":" + (c.nonzero ? "true" : "false") + "}";
-    firstCheck = false;
-  }
-  s += "],\"arena\":" + std::to_string(arena) + ",\"buffers\":[";
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    const Buffer &b = buffers[i];
-    s += std::string(i ? "," : "") + "{\"kind\":\"" + b.kind + "\",\"bytes\":" +
-         std::to_string(b.bytes);
-    if (b.index >= 0)
-      s += ",\"index\":" + std::to_string(b.index);
-    if (b.offset >= 0)
-      s += ",\"offset\":" + std::to_string(b.offset);
-    s += "}";
-  }
-  s += "],\"steps\":[";
-  for (size_t i = 0; i < steps.size(); ++i)
-    s += (i ? "," : "") + steps[i];
-  s += "],\"results\":[";
-  for (size_t i = 0; i < results.size(); ++i)
-    s += std::string(i ? "," : "") + "{\"buffer\":" + std::to_string(results[i].first) +
-         ",\"offset\":" + std::to_string(results[i].second) + "}";
-  return s + "]}";
+void Scheduler::json(llvm::json::OStream &json) const {
+  json.object([&] {
+    json.attribute("name", entry.name);
+    json.attributeBegin("inputs");
+    writeTensorSpecs(json, entry.inputs);
+    json.attributeEnd();
+    json.attributeBegin("parameters");
+    writeTensorSpecs(json, entry.parameters);
+    json.attributeEnd();
+    json.attributeBegin("outputs");
+    writeTensorSpecs(json, entry.outputs);
+    json.attributeEnd();
+    // Checks of input values the kernels cannot make (rewire-check-indices
+    // record-inputs): the runtime applies them to the host inputs.
+    json.attributeArray("input_checks", [&] {
+      for (const InputCheck &c : entry.inputChecks) {
+        auto it = std::find_if(entry.inputs.begin(), entry.inputs.end(),
+                               [&](const TensorSpec &t) { return t.name == c.input; });
+        if (it == entry.inputs.end())
+          continue;
+        json.object([&] {
+          json.attribute("input", static_cast<int64_t>(it - entry.inputs.begin()));
+          json.attribute("what", c.what);
+          json.attribute("lo", c.lo);
+          json.attribute("hi", c.hi);
+          if (c.also)
+            json.attribute("also", *c.also);
+          json.attribute("nonzero", c.nonzero);
+        });
+      }
+    });
+    json.attribute("arena", arena);
+    json.attributeArray("buffers", [&] {
+      for (const Buffer &b : buffers)
+        json.object([&] {
+          json.attribute("kind", b.kind);
+          json.attribute("bytes", b.bytes);
+          if (b.index >= 0)
+            json.attribute("index", b.index);
+          if (b.offset >= 0)
+            json.attribute("offset", b.offset);
+        });
+    });
+    json.attributeArray("steps", [&] {
+      for (const std::string &step : steps)
+        json.rawValue(step);
+    });
+    json.attributeArray("results", [&] {
+      for (auto [buffer, offset] : results)
+        json.object([&] {
+          json.attribute("buffer", buffer);
+          json.attribute("offset", offset);
+        });
+    });
+  });
 }
 
 } // namespace
@@ -467,22 +491,23 @@ LogicalResult rewire::compiler::writeCudaArtifact(ModuleOp module, const ModuleI
                                                   const std::string &outputPath) {
   std::string blob;
   std::map<std::string, int> kernels;
-  std::string functions;
+  std::vector<std::unique_ptr<Scheduler>> schedules;
   for (const EntryPoint &entry : info.entries) {
     auto fn = module.lookupSymbol<func::FuncOp>(entry.name);
     if (!fn)
       return module.emitError() << "rewire-compile: internal: no function '" << entry.name << "'";
-    Scheduler scheduler(fn, entry, blob, kernels);
-    if (failed(scheduler.run()))
+    schedules.push_back(std::make_unique<Scheduler>(fn, entry, blob, kernels));
+    if (failed(schedules.back()->run()))
       return failure();
-    functions += (functions.empty() ? "" : ",") + scheduler.json();
   }
-  std::string images;
+  struct Image {
+    const char *format;
+    size_t offset, size;
+  };
+  std::vector<Image> images;
   auto addImage = [&](const char *format, const std::string &data) {
     blob.resize(align(blob.size(), rewire::cuda::kBlobAlignment), '\0');
-    images += std::string(images.empty() ? "" : ",") + "{\"format\":\"" + format +
-              "\",\"offset\":" + std::to_string(blob.size()) +
-              ",\"size\":" + std::to_string(data.size()) + "}";
+    images.push_back({format, blob.size(), data.size()});
     blob += data;
     if (std::string(format) == "ptx")
       blob.push_back('\0'); // the driver reads PTX as a C string
@@ -494,16 +519,32 @@ LogicalResult rewire::compiler::writeCudaArtifact(ModuleOp module, const ModuleI
   std::vector<std::string> names(kernels.size());
   for (auto &[name, index] : kernels)
     names[index] = name;
-  std::string kernelList;
-  for (const std::string &n : names)
-    kernelList += (kernelList.empty() ? "" : ",") + rewire::jsonQuote(n);
-  std::string meta = "{\"format\":\"rewire-cuda\",\"version\":" +
-                     std::to_string(rewire::cuda::kFormatVersion) + ",\"compiler\":" +
-                     rewire::jsonQuote(std::string("rewire ") + REWIRE_VERSION_STRING) +
-                     ",\"target\":\"cuda\",\"chip\":" + rewire::jsonQuote(options.gpuChip) +
-                     ",\"parameters_file\":" + rewire::jsonQuote(parametersFile) +
-                     ",\"images\":[" + images + "],\"kernels\":[" + kernelList +
-                     "],\"functions\":[" + functions + "]}";
+  std::string meta = jsonText([&](llvm::json::OStream &json) {
+    json.object([&] {
+      json.attribute("format", "rewire-cuda");
+      json.attribute("version", rewire::cuda::kFormatVersion);
+      json.attribute("compiler", std::string("rewire ") + REWIRE_VERSION_STRING);
+      json.attribute("target", "cuda");
+      json.attribute("chip", options.gpuChip);
+      json.attribute("parameters_file", parametersFile);
+      json.attributeArray("images", [&] {
+        for (const Image &image : images)
+          json.object([&] {
+            json.attribute("format", image.format);
+            json.attribute("offset", static_cast<int64_t>(image.offset));
+            json.attribute("size", static_cast<int64_t>(image.size));
+          });
+      });
+      json.attributeArray("kernels", [&] {
+        for (const std::string &n : names)
+          json.value(n);
+      });
+      json.attributeArray("functions", [&] {
+        for (const auto &schedule : schedules)
+          schedule->json(json);
+      });
+    });
+  });
   rewire::cuda::Header header;
   std::memcpy(header.magic, rewire::cuda::kMagic, sizeof(header.magic));
   header.version = rewire::cuda::kFormatVersion;

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
 
+#include "lib/Compiler/JsonText.h"
 #include "passes/Conversion/Passes.h"
 #include "rewire/Support/Json.h"
 #include "rewire/Version.h"
@@ -34,14 +35,6 @@
 using namespace rewire::compiler;
 
 namespace {
-
-std::string specJson(const TensorSpec &t) {
-  std::string s = "{\"name\":" + rewire::jsonQuote(t.name) + ",\"dtype\":\"" + t.dtype +
-                  "\",\"shape\":[";
-  for (size_t i = 0; i < t.shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(t.shape[i]);
-  return s + "]}";
-}
 
 std::string cpuName(const CompileOptions &o) {
   return o.cpu == "native" ? llvm::sys::getHostCPUName().str() : o.cpu;
@@ -95,30 +88,38 @@ std::vector<std::string> rewire::compiler::targetCpuFeatures(const CompileOption
 std::string rewire::compiler::artifactMetadata(const std::vector<EntryPoint> &entries,
                                                const std::string &parametersFile,
                                                const CompileOptions &options) {
-  std::string error, features;
-  for (const std::string &f : targetCpuFeatures(options, error))
-    features += (features.empty() ? "" : ",") + jsonQuote(f);
-  std::string s = "{\"format\":\"rewire-artifact\",\"version\":" +
-                  std::to_string(kArtifactFormatVersion) + ",\"compiler\":" +
-                  jsonQuote(std::string("rewire ") + REWIRE_VERSION_STRING) +
-                  ",\"target\":\"cpu\",\"cpu\":" + jsonQuote(cpuName(options)) +
-                  ",\"cpu_features\":[" + features + "]" +
-                  ",\"parameters_file\":" + jsonQuote(parametersFile) + ",\"functions\":[";
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const EntryPoint &e = entries[i];
-    s += std::string(i ? "," : "") + "{\"name\":" + jsonQuote(e.name) +
-         ",\"entry\":" + jsonQuote("rewire_call_" + e.name) +
-         ",\"inputs\":" + tensorSpecsJson(e.inputs) + ",\"parameters\":" + tensorSpecsJson(e.parameters) +
-         ",\"outputs\":" + tensorSpecsJson(e.outputs) + "}";
-  }
-  return s + "]}";
-}
-
-std::string rewire::compiler::tensorSpecsJson(const std::vector<TensorSpec> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + specJson(v[i]);
-  return s + "]";
+  std::string error;
+  std::vector<std::string> features = targetCpuFeatures(options, error);
+  return jsonText([&](llvm::json::OStream &json) {
+    json.object([&] {
+      json.attribute("format", "rewire-artifact");
+      json.attribute("version", kArtifactFormatVersion);
+      json.attribute("compiler", std::string("rewire ") + REWIRE_VERSION_STRING);
+      json.attribute("target", "cpu");
+      json.attribute("cpu", cpuName(options));
+      json.attributeArray("cpu_features", [&] {
+        for (const std::string &f : features)
+          json.value(f);
+      });
+      json.attribute("parameters_file", parametersFile);
+      json.attributeArray("functions", [&] {
+        for (const EntryPoint &e : entries)
+          json.object([&] {
+            json.attribute("name", e.name);
+            json.attribute("entry", rewire::cpu::kEntrySymbolPrefix + e.name);
+            json.attributeBegin("inputs");
+            writeTensorSpecs(json, e.inputs);
+            json.attributeEnd();
+            json.attributeBegin("parameters");
+            writeTensorSpecs(json, e.parameters);
+            json.attributeEnd();
+            json.attributeBegin("outputs");
+            writeTensorSpecs(json, e.outputs);
+            json.attributeEnd();
+          });
+      });
+    });
+  });
 }
 
 std::unique_ptr<llvm::Module>
@@ -187,7 +188,7 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
     }
     auto *wrapper = llvm::Function::Create(
         llvm::FunctionType::get(llvm::Type::getVoidTy(llvmContext), {ptr}, false),
-        llvm::GlobalValue::ExternalLinkage, "rewire_call_" + e.name, *llvmModule);
+        llvm::GlobalValue::ExternalLinkage, rewire::cpu::kEntrySymbolPrefix + e.name, *llvmModule);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(llvmContext, "entry", wrapper));
     llvm::SmallVector<llvm::Value *> args;
     for (size_t i = 0; i < count; ++i)

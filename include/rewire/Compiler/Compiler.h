@@ -190,8 +190,6 @@ std::optional<std::string> linkSharedObject(const std::string &object,
 std::optional<std::string> writeParameters(const ModuleInfo &info, const std::string &inputDir,
                                            uint64_t seed, const std::string &outputPath);
 
-/// `[{"name":..,"dtype":..,"shape":[..]},...]`.
-std::string tensorSpecsJson(const std::vector<TensorSpec> &specs);
 
 // --target=cuda (lib/Compiler/Cuda*.cpp, docs/cuda.md).
 

@@ -27,6 +27,9 @@ constexpr const char *kMetadataSymbol = "rewire_artifact_metadata";
 ///                           char *message, int64_t capacity)`: runs the
 /// entry point; returns 0, or 1 with the error's message (runtime/Kernels.c).
 constexpr const char *kCallSymbol = "rewire_artifact_call";
+/// Every entry point `<name>` is `void rewire_call_<name>(void **buffers)`
+/// (inputs, parameters, outputs); the metadata names it (`entry`).
+constexpr const char *kEntrySymbolPrefix = "rewire_call_";
 
 /// The x86 features (LLVM's names, which are also the names
 /// __builtin_cpu_supports takes) that code generation may use and that the

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Emulator.h"
+#include "rewire/Support/CpuArtifact.h"
 #include "rewire/Support/Hash.h"
 
 #include <algorithm>
@@ -236,7 +237,7 @@ CUresult cuModuleUnload(CUmodule module) {
 }
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
   std::string n(name);
-  auto call = reinterpret_cast<void (*)(void **)>(dlsym(module->library, ("rewire_call_" + n).c_str()));
+  auto call = reinterpret_cast<void (*)(void **)>(dlsym(module->library, (rewire::cpu::kEntrySymbolPrefix + n).c_str()));
   auto argc = static_cast<const int *>(dlsym(module->library, ("rewire_emu_argc_" + n).c_str()));
   if (!call || !argc) {
     report("the emulator kernels have no kernel '" + n + "'");
