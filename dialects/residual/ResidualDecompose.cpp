@@ -30,13 +30,8 @@ Value onFeatureAxisLast(ImplicitLocOpBuilder &b, Operation *op, ValueRange v, Bo
   int64_t axis = cast<StreamOpInterface>(op).getFeatureAxisIndex();
   if (axis == rank - 1)
     return body(v);
-  SmallVector<int64_t> perm, inverse(rank);
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != axis)
-      perm.push_back(i);
-  perm.push_back(axis);
-  for (int64_t i = 0; i < rank; ++i)
-    inverse[perm[i]] = i;
+  SmallVector<int64_t> perm, inverse;
+  featureAxisLastPermutation(rank, axis, perm, inverse);
   auto permute = [&](Value x, ArrayRef<int64_t> p) -> Value {
     auto t = cast<RankedTensorType>(x.getType());
     SmallVector<int64_t> shape;
@@ -73,6 +68,19 @@ Value sumLast(ImplicitLocOpBuilder &b, Value x) {
 }
 
 } // namespace
+
+void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
+                                          SmallVectorImpl<int64_t> &perm,
+                                          SmallVectorImpl<int64_t> &inverse) {
+  perm.clear();
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis)
+      perm.push_back(i);
+  perm.push_back(axis);
+  inverse.assign(rank, 0);
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+}
 
 LogicalResult residual::decomposeStreamOps(Operation *root) {
   SmallVector<StreamOpInterface> ops;

@@ -18,6 +18,14 @@ namespace rewire::residual {
 /// op's error, on one that cannot be decomposed.
 mlir::LogicalResult decomposeStreamOps(mlir::Operation *root);
 
+/// The permutation moving `axis` of a rank-`rank` tensor last (the others
+/// in order), and its inverse: how the forms that normalize rows treat a
+/// feature axis that is not the last (the decompositions and the fused
+/// lowering alike).
+void featureAxisLastPermutation(int64_t rank, int64_t axis,
+                                llvm::SmallVectorImpl<int64_t> &perm,
+                                llvm::SmallVectorImpl<int64_t> &inverse);
+
 /// The gate `r` of `op` in nn ops, on `h`, `u`, `weight`, `bias` (the op's
 /// operands or values of their types): `sigmoid(concat[rms(h), rms(u)] W +
 /// b)` for a review gate, `sigmoid(h W + b)` for a highway gate. The

@@ -8,9 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/Differentiate.h"
+#include "dialects/nn/NNParameters.h"
 #include "lib/Autodiff/ReverseMode.h"
 
 #include "dialects/nn/NNOps.h"
+#include "dialects/residual/ResidualOps.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -28,8 +30,11 @@ LogicalResult rewire::autodiff::backpropagate(ImplicitLocOpBuilder &b, ArrayRef<
     if (llvm::none_of(op->getResults(), [&](Value r) { return adjoint.count(r); }) ||
         llvm::none_of(op->getOperands(), [&](Value v) { return isVaried(v); }))
       continue;
+    // A residual form without a rule of its own is differentiated through
+    // its decomposition into nn ops (StreamOpInterface::decompose).
     auto rule = dyn_cast<autodiff::ReverseModeOpInterface>(op);
-    if (!rule)
+    auto stream = dyn_cast<residual::StreamOpInterface>(op);
+    if (!rule && !stream)
       return op->emitError("rewire-autodiff: no reverse rule for '")
              << op->getName() << "' (the loss depends on it)";
     SmallVector<Value> resultAdjoints;
@@ -44,7 +49,11 @@ LogicalResult rewire::autodiff::backpropagate(ImplicitLocOpBuilder &b, ArrayRef<
     }
     b.setLoc(op->getLoc());
     SmallVector<Value> operandAdjoints;
-    if (failed(rule.buildAdjoints(b, resultAdjoints, operandAdjoints)))
+    if (rule ? failed(rule.buildAdjoints(b, resultAdjoints, operandAdjoints))
+             : failed(differentiateDecomposition(
+                   b, op->getOperands(),
+                   [&](ImplicitLocOpBuilder &fb, ValueRange v) { return stream.decompose(fb, v); },
+                   resultAdjoints[0], operandAdjoints)))
       return failure();
     if (operandAdjoints.size() != op->getNumOperands())
       return op->emitError("rewire-autodiff: internal error: the rule returned ")
@@ -85,7 +94,7 @@ LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
   for (BlockArgument arg : fn.getArguments()) {
     if (!isFloatTensor(arg.getType()) || llvm::is_contained(buffers, arg.getArgNumber()))
       continue;
-    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.parameter");
+    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kParameterAttrName);
     if (wrt == "parameters" && !name)
       continue;
     if (name && llvm::any_of(frozenPrefixes, [&](const std::string &p) {
@@ -125,14 +134,14 @@ LogicalResult rewire::autodiff::differentiate(func::FuncOp fn, StringRef wrt,
     results.push_back(a);
     types.push_back(a.getType());
     std::string name;
-    if (auto p = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.parameter"))
+    if (auto p = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kParameterAttrName))
       name = p.str();
-    else if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name"))
+    else if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kNameAttrName))
       name = n.str();
     else
       name = "arg" + std::to_string(arg.getArgNumber());
     resultAttrs.push_back(
-        DictionaryAttr::get(ctx, {NamedAttribute(StringAttr::get(ctx, "nn.name"),
+        DictionaryAttr::get(ctx, {NamedAttribute(StringAttr::get(ctx, nn::kNameAttrName),
                                                  StringAttr::get(ctx, "grad:" + name))}));
   }
   func::ReturnOp::create(b, results);

@@ -1,9 +1,9 @@
 //===- ResidualRules.cpp - Reverse rules of the residual ops --------------===//
 //
-// add, scale_add and tap directly; gated_add (Review, Highway) and mix
-// (ANCRe, DenseFormer), nag_gate and nag_add (NAG) through the ops' own
-// decomposition into nn ops (StreamOpInterface::decompose,
-// differentiateDecomposition).
+// add, scale_add, tap and route directly. The other stream ops (gated_add,
+// mix, nag_gate, nag_add, and any new form) need no rule here: backpropagate
+// differentiates them through their decomposition into nn ops
+// (StreamOpInterface::decompose).
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/Differentiate.h"
@@ -57,20 +57,6 @@ struct ScaleAddRule : ReverseModeOpInterface::ExternalModel<ScaleAddRule, residu
   }
 };
 
-/// Review and Highway gates (gated_add), ANCRe and DenseFormer mixes (mix)
-/// and NAG (nag_gate, nag_add): differentiated through the op's own
-/// decomposition into nn ops (StreamOpInterface::decompose).
-template <class Op>
-struct DecomposedRule : ReverseModeOpInterface::ExternalModel<DecomposedRule<Op>, Op> {
-  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
-                              SmallVectorImpl<Value> &out) const {
-    auto op = cast<residual::StreamOpInterface>(raw);
-    return differentiateDecomposition(
-        b, raw->getOperands(),
-        [&](ImplicitLocOpBuilder &fb, ValueRange v) { return op.decompose(fb, v); }, g[0], out);
-  }
-};
-
 /// Mixture-of-Depths routing zeroes the modulator of skipped rows: the
 /// gradient passes where the routed value is kept (nonzero) and stops where
 /// it was zeroed.
@@ -92,10 +78,6 @@ void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
     residual::AddOp::attachInterface<AddRule>(*ctx);
     residual::TapOp::attachInterface<TapRule>(*ctx);
     residual::ScaleAddOp::attachInterface<ScaleAddRule>(*ctx);
-    residual::GatedAddOp::attachInterface<DecomposedRule<residual::GatedAddOp>>(*ctx);
-    residual::MixOp::attachInterface<DecomposedRule<residual::MixOp>>(*ctx);
-    residual::NagGateOp::attachInterface<DecomposedRule<residual::NagGateOp>>(*ctx);
-    residual::NagAddOp::attachInterface<DecomposedRule<residual::NagAddOp>>(*ctx);
     residual::RouteOp::attachInterface<RouteRule>(*ctx);
   });
 }

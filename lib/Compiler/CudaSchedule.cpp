@@ -11,6 +11,7 @@
 #include "rewire/Support/AtomicFile.h"
 #include "rewire/Support/CudaArtifact.h"
 #include "lib/Compiler/JsonText.h"
+#include "passes/Conversion/Passes.h"
 #include "rewire/Version.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -242,7 +243,7 @@ LogicalResult Scheduler::gemm(linalg::GenericOp op) {
               {"ldc", ldc}, {"oa", oa}, {"ob", ob}, {"oc", oc}, {"batch", inner.count},
               {"sa", inner.sa}, {"sb", inner.sb}, {"sc", inner.sc}})
           json.attribute(key, value);
-        json.attribute("beta", op->hasAttr("rewire.beta_zero") ? 0 : 1);
+        json.attribute("beta", op->hasAttr(rewire::kBetaZeroAttrName) ? 0 : 1);
       });
     }));
   }
@@ -427,15 +428,7 @@ LogicalResult Scheduler::run() {
 void Scheduler::json(llvm::json::OStream &json) const {
   json.object([&] {
     json.attribute("name", entry.name);
-    json.attributeBegin("inputs");
-    writeTensorSpecs(json, entry.inputs);
-    json.attributeEnd();
-    json.attributeBegin("parameters");
-    writeTensorSpecs(json, entry.parameters);
-    json.attributeEnd();
-    json.attributeBegin("outputs");
-    writeTensorSpecs(json, entry.outputs);
-    json.attributeEnd();
+    writeSignature(json, entry);
     // Checks of input values the kernels cannot make (rewire-check-indices
     // record-inputs): the runtime applies them to the host inputs.
     json.attributeArray("input_checks", [&] {

@@ -107,15 +107,7 @@ std::string rewire::compiler::artifactMetadata(const std::vector<EntryPoint> &en
           json.object([&] {
             json.attribute("name", e.name);
             json.attribute("entry", rewire::cpu::kEntrySymbolPrefix + e.name);
-            json.attributeBegin("inputs");
-            writeTensorSpecs(json, e.inputs);
-            json.attributeEnd();
-            json.attributeBegin("parameters");
-            writeTensorSpecs(json, e.parameters);
-            json.attributeEnd();
-            json.attributeBegin("outputs");
-            writeTensorSpecs(json, e.outputs);
-            json.attributeEnd();
+            writeSignature(json, e);
           });
       });
     });

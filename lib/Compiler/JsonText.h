@@ -42,6 +42,18 @@ inline void writeTensorSpecs(llvm::json::OStream &json, const std::vector<Tensor
   });
 }
 
+/// An entry point's `"inputs"`, `"parameters"` and `"outputs"` members.
+inline void writeSignature(llvm::json::OStream &json, const EntryPoint &entry) {
+  for (auto [key, specs] : {std::pair<const char *, const std::vector<TensorSpec> *>{
+                                "inputs", &entry.inputs},
+                            {"parameters", &entry.parameters},
+                            {"outputs", &entry.outputs}}) {
+    json.attributeBegin(key);
+    writeTensorSpecs(json, *specs);
+    json.attributeEnd();
+  }
+}
+
 } // namespace rewire::compiler
 
 #endif // REWIRE_LIB_COMPILER_JSONTEXT_H

@@ -625,7 +625,7 @@ LogicalResult Exporter::run(StringRef outputPath) {
 
   Block &body = func.getBody().front();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+    auto nameAttr = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttrName);
     std::string n = nameAttr ? nameAttr.str() : ("input_" + Twine(i)).str();
     g->bind(arg, n);
     if (failed(setValueInfo(graph.add_input(), n, arg.getType(), func.getLoc())))
@@ -636,7 +636,7 @@ LogicalResult Exporter::run(StringRef outputPath) {
       return failure();
   Operation *ret = body.getTerminator();
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    auto nameAttr = func.getResultAttrOfType<StringAttr>(i, "nn.name");
+    auto nameAttr = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttrName);
     std::string n = nameAttr ? nameAttr.str() : ("output_" + Twine(i)).str();
     // Graph outputs need their own name: route through Identity.
     g->node("Identity", {g->name(v)}, {n});

@@ -795,7 +795,7 @@ LogicalResult Importer::importModel() {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "nn.name", b.getStringAttr(name));
+    func.setArgAttr(i, nn::kNameAttrName, b.getStringAttr(name));
     if (failed(define(name, entry->getArgument(i), fileLoc)))
       return failure();
   }
@@ -855,7 +855,7 @@ LogicalResult Importer::importModel() {
 
   func.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, out] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "nn.name", b.getStringAttr(out.name()));
+    func.setResultAttr(i, nn::kNameAttrName, b.getStringAttr(out.name()));
 
   if (failed(verify(module))) {
     emitError(fileLoc) << "the imported module does not verify (see the "

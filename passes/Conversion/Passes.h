@@ -25,6 +25,11 @@ namespace rewire {
 constexpr llvm::StringLiteral kInputChecksAttrName = "rewire.input_checks";
 /// rewire-record-entry-points: the entry points, on the module.
 constexpr llvm::StringLiteral kEntryPointsAttrName = "rewire.entry_points";
+/// rewire-outline-kernels: a kernel function of one row group.
+constexpr llvm::StringLiteral kRowKernelAttrName = "rewire.row_kernel";
+/// rewire-kernels-to-gpu: a contraction whose output starts at zero (its
+/// GEMM runs with beta = 0).
+constexpr llvm::StringLiteral kBetaZeroAttrName = "rewire.beta_zero";
 
 #define GEN_PASS_DECL
 #include "passes/Conversion/Passes.h.inc"

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "dialects/nn/NNParameters.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -56,7 +57,7 @@ void ParametersToArgumentsPass::runOnOperation() {
       }
       unsigned index = func.getNumArguments();
       NamedAttrList attrs;
-      attrs.set("nn.parameter", StringAttr::get(ctx, global.getSymName()));
+      attrs.set(nn::kParameterAttrName, StringAttr::get(ctx, global.getSymName()));
       attrs.set(bufferization::BufferizationDialect::kWritableAttrName,
                 BoolAttr::get(ctx, false));
       if (::mlir::failed(func.insertArgument(index, global.getType(),

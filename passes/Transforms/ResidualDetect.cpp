@@ -311,8 +311,8 @@ void ResidualDetectPass::runOnOperation() {
                            : reach.attention ? "attention"
                            : reach.matmul    ? "mlp"
                                              : "other";
-    raised->setAttr("residual.branch", builder.getStringAttr(branchKind));
-    raised->setAttr("residual.skip", builder.getStringAttr(
+    raised->setAttr(residual::kBranchAttrName, builder.getStringAttr(branchKind));
+    raised->setAttr(residual::kSkipAttrName, builder.getStringAttr(
                                          projection ? "projection" : "identity"));
     add.replaceAllUsesWith(raised.getResult());
     add.erase();

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "dialects/nn/NNParameters.h"
 
 #include "dialects/residual/ResidualDecompose.h"
 #include "dialects/nn/NNDecompose.h"
@@ -108,7 +109,7 @@ void ResidualInstrumentPass::runOnOperation() {
     unsigned first = fn.getNumResults();
     for (auto [i, v] : llvm::enumerate(stats)) {
       auto attrs = DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, "nn.name"), StringAttr::get(ctx, names[i]))});
+          ctx, {NamedAttribute(StringAttr::get(ctx, nn::kNameAttrName), StringAttr::get(ctx, names[i]))});
       if (failed(fn.insertResult(first + i, v.getType(), attrs)))
         return signalPassFailure();
     }

@@ -54,8 +54,8 @@ Update describe(residual::StreamOpInterface op) {
     auto a = raw->getAttrOfType<StringAttr>(name);
     return (a ? a.getValue() : dflt).str();
   };
-  u.branch = str("residual.branch", "other");
-  u.skip = str("residual.skip", "identity");
+  u.branch = str(residual::kBranchAttrName, "other");
+  u.skip = str(residual::kSkipAttrName, "identity");
   u.params = parameterElements(raw);
   auto type = cast<RankedTensorType>(op.getStreamInput().getType());
   int64_t axis = op.getFeatureAxisIndex();

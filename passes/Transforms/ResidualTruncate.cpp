@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "dialects/nn/NNParameters.h"
 #include "passes/Transforms/StreamForms.h"
 
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -58,7 +59,7 @@ LogicalResult ResidualTruncatePass::truncate(func::FuncOp func) {
   // Per-depth readouts of depths >= depth (LPA outputs) go away.
   llvm::BitVector drop(func.getNumResults());
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name")) {
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttrName)) {
       StringRef s = name.getValue();
       size_t pos = s.rfind("_depth");
       int64_t k;

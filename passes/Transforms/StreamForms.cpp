@@ -33,7 +33,7 @@ SmallVector<Operation *> rewire::blockEnds(ArrayRef<Operation *> updates,
                                            Granularity granularity) {
   SmallVector<Operation *> ends;
   for (auto [i, op] : llvm::enumerate(updates)) {
-    auto branch = op->getAttrOfType<StringAttr>("residual.branch");
+    auto branch = op->getAttrOfType<StringAttr>(residual::kBranchAttrName);
     bool last = i + 1 == updates.size();
     if (granularity == Granularity::sublayer || last || !branch ||
         branch.getValue() != "attention")
@@ -185,7 +185,7 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
       b.clone(*op, map);
     for (unsigned i : readouts) {
       extra.push_back(map.lookupOrDefault(ret->getOperand(i)));
-      auto nameAttr = func.getResultAttrOfType<StringAttr>(i, "nn.name");
+      auto nameAttr = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttrName);
       std::string base = nameAttr ? nameAttr.str() : llvm::formatv("output_{0}", i).str();
       extraNames.push_back(llvm::formatv("{0}_depth{1}", base, depth + 1).str());
     }
@@ -205,7 +205,7 @@ LogicalResult rewire::addDepthReadouts(func::FuncOp func,
   unsigned first = ret->getNumOperands();
   for (auto [i, v] : llvm::enumerate(extra)) {
     auto attrs = b.getDictionaryAttr(
-        {b.getNamedAttr("nn.name", b.getStringAttr(extraNames[i]))});
+        {b.getNamedAttr(nn::kNameAttrName, b.getStringAttr(extraNames[i]))});
     if (failed(func.insertResult(first + i, v.getType(), attrs)))
       return failure();
   }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "dialects/nn/NNParameters.h"
 #include "rewire/Support/TrainStepAbi.h"
 
 #include "lib/Autodiff/Differentiate.h"
@@ -39,16 +40,16 @@ struct TrainStepPass : public rewire::impl::TrainStepBase<TrainStepPass> {
 StringAttr str(MLIRContext *ctx, const Twine &s) { return StringAttr::get(ctx, s); }
 
 NamedAttribute nameAttr(MLIRContext *ctx, const Twine &s) {
-  return NamedAttribute(str(ctx, "nn.name"), str(ctx, s));
+  return NamedAttribute(str(ctx, nn::kNameAttrName), str(ctx, s));
 }
 
 /// Parameters become plain, named inputs ("param:<name>").
 void renameParameters(func::FuncOp fn) {
   MLIRContext *ctx = fn.getContext();
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (auto p = fn.getArgAttrOfType<StringAttr>(i, "nn.parameter")) {
-      fn.removeArgAttr(i, "nn.parameter");
-      fn.setArgAttr(i, "nn.name", str(ctx, kParamPrefix + p.getValue()));
+    if (auto p = fn.getArgAttrOfType<StringAttr>(i, nn::kParameterAttrName)) {
+      fn.removeArgAttr(i, nn::kParameterAttrName);
+      fn.setArgAttr(i, nn::kNameAttrName, str(ctx, kParamPrefix + p.getValue()));
     }
 }
 
@@ -74,7 +75,7 @@ SmallVector<TrainingBatchNorm> decomposeTrainingBatchNorms(func::FuncOp fn,
     bool any = false;
     for (Value v : {bn.getMean(), bn.getVar()})
       if (auto arg = dyn_cast<BlockArgument>(v))
-        if (fn.getArgAttr(arg.getArgNumber(), "nn.parameter") &&
+        if (fn.getArgAttr(arg.getArgNumber(), nn::kParameterAttrName) &&
             !llvm::is_contained(buffers, arg.getArgNumber())) {
           buffers.push_back(arg.getArgNumber());
           any = true;
@@ -128,12 +129,12 @@ void TrainStepPass::runOnOperation() {
   SymbolTable(module).insert(eval, std::next(Block::iterator(fwd)));
   unsigned firstParam = eval.getNumArguments();
   for (unsigned i = 0; i < eval.getNumArguments(); ++i)
-    if (eval.getArgAttr(i, "nn.parameter")) {
+    if (eval.getArgAttr(i, nn::kParameterAttrName)) {
       firstParam = i;
       break;
     }
   for (unsigned i = firstParam; i < eval.getNumArguments(); ++i)
-    if (!eval.getArgAttr(i, "nn.parameter"))
+    if (!eval.getArgAttr(i, nn::kParameterAttrName))
       return fail("inputs must come before parameters in '" + function + "'");
   // MSE compares with a target like the prediction; cross-entropy takes
   // integer class labels for the prediction's rows (logits [..., C]).
@@ -149,12 +150,12 @@ void TrainStepPass::runOnOperation() {
   // LPA readouts: results named <output>_depth<k>, k = 1..K-1.
   SmallVector<unsigned> readouts;
   {
-    auto base = fwd.getResultAttrOfType<StringAttr>(0, "nn.name");
+    auto base = fwd.getResultAttrOfType<StringAttr>(0, nn::kNameAttrName);
     std::string prefix = (base ? base.str() : std::string("output_0")) + "_depth";
     for (unsigned k = 1;; ++k) {
       unsigned found = 0;
       for (unsigned i = 1; i < fwd.getNumResults(); ++i)
-        if (auto n = fwd.getResultAttrOfType<StringAttr>(i, "nn.name"))
+        if (auto n = fwd.getResultAttrOfType<StringAttr>(i, nn::kNameAttrName))
           if (n.getValue() == prefix + std::to_string(k) && fwd.getResultTypes()[i] == predType)
             found = i;
       if (!found)
@@ -263,7 +264,7 @@ void TrainStepPass::runOnOperation() {
   unsigned statesPerParam = adam ? 2 : sgdMomentum ? 1 : 0;
   SmallVector<std::string> names;
   for (unsigned a : gradArgs)
-    names.push_back(train.getArgAttrOfType<StringAttr>(a, "nn.parameter").str());
+    names.push_back(train.getArgAttrOfType<StringAttr>(a, nn::kParameterAttrName).str());
   // Optimizer state and scalar inputs go after everything else.
   SmallVector<SmallVector<Value, 2>> states(gradArgs.size());
   auto addArg = [&](Type t, const Twine &name) {
@@ -345,13 +346,13 @@ void TrainStepPass::runOnOperation() {
     double m = bn.momentum;
     auto update = [&](Value running, Value batch, double correction) {
       auto arg = dyn_cast<BlockArgument>(running);
-      if (!arg || !train.getArgAttr(arg.getArgNumber(), "nn.parameter") ||
+      if (!arg || !train.getArgAttr(arg.getArgNumber(), nn::kParameterAttrName) ||
           !updated.insert(arg.getArgNumber()).second)
         return;
       results.push_back(add(mul(num(m), running), mul(num((1.0 - m) * correction), batch)));
       attrs.push_back(DictionaryAttr::get(
           ctx, {nameAttr(ctx, kParamPrefix + train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                                             "nn.parameter").getValue())}));
+                                                                             nn::kParameterAttrName).getValue())}));
     };
     update(bn.mean, bn.batch.mean, 1.0);
     update(bn.var, bn.batch.var, bn.count > 1 ? bn.count / (bn.count - 1) : 1.0);

@@ -6,7 +6,7 @@
 // skipped: the file readers have their own targets.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/common/TensorSpec.h"
+#include "rewire/Runtime/TensorSpec.h"
 
 #include <cstdlib>
 
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rewire::HostTensor t;
   // A smaller limit than the tools' 2^32 keeps allocations under the
   // fuzzer's memory limit; the checks are the same code.
-  if (rewire::tools::parseTensorSpec(spec, t, int64_t(1) << 24))
+  if (rewire::runtime::parseTensorSpec(spec, t, int64_t(1) << 24))
     return 0;
   if (t.data.size() != static_cast<size_t>(t.numel()) * rewire::dtypeSize(t.dtype))
     std::abort();

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "rewire/Runtime/CudaRuntime.h"
 #include "rewire/Runtime/Runtime.h"
+#include "rewire/Runtime/TensorSpec.h"
 #include "rewire/Support/Npy.h"
 #include "rewire/Support/Printable.h"
 #include "rewire/Support/ReadFile.h"
@@ -24,7 +25,6 @@
 #include "tools/common/CompileCache.h"
 #include "tools/common/Flags.h"
 #include "tools/common/OutOfMemory.h"
-#include "tools/common/TensorSpec.h"
 
 #include <algorithm>
 #include <chrono>
@@ -124,57 +124,6 @@ Options parseArgs(int argc, char **argv) {
   return o;
 }
 
-std::string formatValue(const HostTensor &t, int64_t i) {
-  double v = t.at(i);
-  char buf[48];
-  if (t.dtype == DType::U64) {
-    uint64_t u;
-    std::memcpy(&u, t.data.data() + i * 8, 8);
-    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(u));
-  } else if (t.dtype == DType::I64) {
-    int64_t n;
-    std::memcpy(&n, t.data.data() + i * 8, 8);
-    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(n));
-  } else if (t.dtype == DType::Bool || t.dtype == DType::I32 || t.dtype == DType::I16 ||
-             t.dtype == DType::I8 || t.dtype == DType::U8 || t.dtype == DType::U16 ||
-             t.dtype == DType::U32)
-    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
-  else
-    std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-/// IREE's layout: "2x2xf32=[1 2][3 4]".
-void print(const HostTensor &t, int64_t max, std::ostream &os) {
-  os << t.typeString() << "=";
-  int64_t n = t.numel();
-  if (t.shape.empty()) {
-    os << formatValue(t, 0) << "\n";
-    return;
-  }
-  std::vector<int64_t> inner(t.shape.size(), 1);
-  for (size_t d = t.shape.size() - 1; d > 0; --d)
-    inner[d - 1] = inner[d] * t.shape[d];
-  for (int64_t i = 0; i < n && i < max; ++i) {
-    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
-      if (i % inner[d] == 0)
-        os << "[";
-    os << formatValue(t, i);
-    int closes = 0;
-    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
-      if ((i + 1) % inner[d] == 0)
-        ++closes;
-    for (int c = 0; c < closes; ++c)
-      os << "]";
-    if (closes == 0 && i + 1 < n && i + 1 < max)
-      os << " ";
-  }
-  if (n > max)
-    os << "...";
-  if (n == 0)
-    os << "[]";
-  os << "\n";
-}
 
 } // namespace
 
@@ -201,7 +150,7 @@ int runWith(const Executable *model, Options &o) {
   std::vector<HostTensor> inputs = std::move(o.parsedInputs);
   for (size_t i = inputs.size(); i < o.inputs.size(); ++i) {
     HostTensor t;
-    if (auto err = tools::parseTensorSpec(o.inputs[i], t))
+    if (auto err = parseTensorSpec(o.inputs[i], t))
       die("--input " + std::to_string(i) + ": " + *err, 2);
     inputs.push_back(std::move(t));
   }
@@ -270,7 +219,7 @@ int runWith(const Executable *model, Options &o) {
     }
     if (o.benchmark == 0 || o.expected.empty()) {
       std::cout << "result[" << i << "]: ";
-      print(outputs[i], o.printMax, std::cout);
+      printTensor(outputs[i], o.printMax, std::cout);
     }
   }
   if (o.outputs.size() > outputs.size())
@@ -286,7 +235,7 @@ int runWith(const Executable *model, Options &o) {
       if (o.expected[i].empty())
         continue; // '' skips an output (an LPA readout beside the model's own)
       HostTensor want;
-      if (auto err = tools::parseTensorSpec(o.expected[i], want))
+      if (auto err = parseTensorSpec(o.expected[i], want))
         die("--expected_output " + std::to_string(i) + ": " + *err, 2);
       if (want.shape != outputs[i].shape) {
         std::cout << "[FAILED] result[" << i << "]: shape " << outputs[i].typeString()
@@ -320,8 +269,8 @@ int runWith(const Executable *model, Options &o) {
       if (bad >= 0) {
         std::cout << "[FAILED] result[" << i << "]: " << badCount << " of " << want.numel()
                   << " elements differ beyond atol " << o.atol << " + rtol " << o.rtol
-                  << "; first at index " << bad << ": got " << formatValue(outputs[i], bad)
-                  << ", expected " << formatValue(want, bad) << "; max abs diff " << maxAbs
+                  << "; first at index " << bad << ": got " << formatTensorValue(outputs[i], bad)
+                  << ", expected " << formatTensorValue(want, bad) << "; max abs diff " << maxAbs
                   << "\n";
         ok = false;
       } else {
@@ -351,7 +300,7 @@ int main(int argc, char **argv) {
       // (batch, sequence): each shape compiles (and caches) a variant.
       for (size_t i = 0; i < o.inputs.size(); ++i) {
         HostTensor t;
-        if (auto err = tools::parseTensorSpec(o.inputs[i], t))
+        if (auto err = parseTensorSpec(o.inputs[i], t))
           die("--input " + std::to_string(i) + ": " + *err, 2);
         std::string shape;
         for (int64_t d : t.shape)

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/Passes.h"
+#include "dialects/nn/NNParameters.h"
 
 #include "dialects/nn/NNOps.h"
 
@@ -66,7 +67,7 @@ BlockArgument argumentOf(Value v) {
 /// The name of argument `arg` (its nn.name), or "" when it has none.
 std::string argumentName(BlockArgument arg) {
   auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
+  auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kNameAttrName);
   return n ? n.str() : "";
 }
 

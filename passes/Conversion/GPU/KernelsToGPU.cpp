@@ -120,7 +120,7 @@ void KernelsToGPUPass::runOnOperation() {
 
   SmallVector<func::FuncOp> hosts;
   for (auto fn : module.getOps<func::FuncOp>())
-    if (!fn.isExternal() && !fn->hasAttr("rewire.row_kernel"))
+    if (!fn.isExternal() && !fn->hasAttr(rewire::kRowKernelAttrName))
       hosts.push_back(fn);
   llvm::SmallPtrSet<Operation *, 8> rowKernels;
   for (func::FuncOp fn : hosts) {
@@ -142,7 +142,7 @@ void KernelsToGPUPass::runOnOperation() {
     for (Operation *op : work) {
       if (auto call = dyn_cast<func::CallOp>(op)) {
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-        if (!callee || !callee->hasAttr("rewire.row_kernel"))
+        if (!callee || !callee->hasAttr(rewire::kRowKernelAttrName))
           continue;
         SmallVector<Value> operands;
         SmallVector<MemRefType> types;
@@ -175,7 +175,7 @@ void KernelsToGPUPass::runOnOperation() {
         FloatAttr value;
         if (gemm && rewire::gpu::isGemm(gemm) && gemm.getDpsInits()[0] == fill.getOutputs()[0] &&
             matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isZero()) {
-          gemm->setAttr("rewire.beta_zero", UnitAttr::get(ctx));
+          gemm->setAttr(rewire::kBetaZeroAttrName, UnitAttr::get(ctx));
           fill.erase();
           continue;
         }

@@ -181,7 +181,7 @@ void OutlineKernelsPass::outline(func::FuncOp fn, Group &group, unsigned index,
   std::string name = (fn.getSymName() + ".kernel" + Twine(index)).str();
   auto kernel = func::FuncOp::create(b, group.members.front().getLoc(), name, type);
   kernel.setPrivate();
-  kernel->setAttr("rewire.row_kernel", b.getUnitAttr());
+  kernel->setAttr(rewire::kRowKernelAttrName, b.getUnitAttr());
   symbols.insert(kernel);
   Block *body = kernel.addEntryBlock();
   b.setInsertionPointToStart(body);
@@ -227,7 +227,7 @@ void OutlineKernelsPass::runOnOperation() {
   SymbolTable symbols(module);
   SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
   for (func::FuncOp fn : functions) {
-    if (fn.isExternal() || !fn.getBody().hasOneBlock() || fn->hasAttr("rewire.row_kernel"))
+    if (fn.isExternal() || !fn.getBody().hasOneBlock() || fn->hasAttr(rewire::kRowKernelAttrName))
       continue;
     SmallVector<Group> groups;
     Group current;

@@ -8,6 +8,7 @@
 #include "passes/Conversion/Passes.h"
 #include "passes/Conversion/LinalgBuilders.h"
 
+#include "dialects/residual/ResidualDecompose.h"
 #include "dialects/residual/ResidualOps.h"
 
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
@@ -577,13 +578,8 @@ struct FeatureAxisLast : OpConversionPattern<OpTy> {
     int64_t axis = cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
     if (rank < 3 || axis < 0 || axis == rank - 1 || !stream.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "feature axis already last");
-    SmallVector<int64_t> perm, inverse(rank);
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis)
-        perm.push_back(d);
-    perm.push_back(axis);
-    for (int64_t d = 0; d < rank; ++d)
-      inverse[perm[d]] = d;
+    SmallVector<int64_t> perm, inverse;
+    residual::featureAxisLastPermutation(rank, axis, perm, inverse);
     auto transpose = [&](Value v, ArrayRef<int64_t> p) -> Value {
       auto t = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape;

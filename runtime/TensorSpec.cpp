@@ -1,5 +1,5 @@
 //===- TensorSpec.cpp - Tensors given on the command line -----------------===//
-#include "tools/common/TensorSpec.h"
+#include "rewire/Runtime/TensorSpec.h"
 
 #include "rewire/Support/Npy.h"
 #include "rewire/Support/ReadFile.h"
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace rewire::tools {
+namespace rewire::runtime {
 namespace {
 
 /// Parses "2x3xf32" into shape and dtype.
@@ -163,4 +163,56 @@ std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &
   return std::nullopt;
 }
 
-} // namespace rewire::tools
+std::string formatTensorValue(const HostTensor &t, int64_t i) {
+  double v = t.at(i);
+  char buf[48];
+  if (t.dtype == DType::U64) {
+    uint64_t u;
+    std::memcpy(&u, t.data.data() + i * 8, 8);
+    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(u));
+  } else if (t.dtype == DType::I64) {
+    int64_t n;
+    std::memcpy(&n, t.data.data() + i * 8, 8);
+    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(n));
+  } else if (t.dtype == DType::Bool || t.dtype == DType::I32 || t.dtype == DType::I16 ||
+             t.dtype == DType::I8 || t.dtype == DType::U8 || t.dtype == DType::U16 ||
+             t.dtype == DType::U32)
+    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
+  else
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+/// IREE's layout: "2x2xf32=[1 2][3 4]".
+void printTensor(const HostTensor &t, int64_t max, std::ostream &os) {
+  os << t.typeString() << "=";
+  int64_t n = t.numel();
+  if (t.shape.empty()) {
+    os << formatTensorValue(t, 0) << "\n";
+    return;
+  }
+  std::vector<int64_t> inner(t.shape.size(), 1);
+  for (size_t d = t.shape.size() - 1; d > 0; --d)
+    inner[d - 1] = inner[d] * t.shape[d];
+  for (int64_t i = 0; i < n && i < max; ++i) {
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
+      if (i % inner[d] == 0)
+        os << "[";
+    os << formatTensorValue(t, i);
+    int closes = 0;
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
+      if ((i + 1) % inner[d] == 0)
+        ++closes;
+    for (int c = 0; c < closes; ++c)
+      os << "]";
+    if (closes == 0 && i + 1 < n && i + 1 < max)
+      os << " ";
+  }
+  if (n > max)
+    os << "...";
+  if (n == 0)
+    os << "[]";
+  os << "\n";
+}
+
+} // namespace rewire::runtime

@@ -1,22 +1,24 @@
 //===- TensorSpec.h - Tensors given on the command line ----------*- C++ -*-===//
 //
-// rewire-run's --input and --expected_output values: `TYPE=VALUES`
+// Tensors as text, the IREE way: what rewire-run's --input and
+// --expected_output take, `TYPE=VALUES`
 // (`2x3xf32=1,2,3,4,5,6`, one value splats, `[..]` nesting is ignored),
 // `TYPE=@raw.bin` (little-endian bytes) or `@file.npy`. Untrusted: the
 // element count is limited and overflow-checked before anything is
 // allocated, files must be regular files of the expected size.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REWIRE_TOOLS_COMMON_TENSORSPEC_H
-#define REWIRE_TOOLS_COMMON_TENSORSPEC_H
+#ifndef REWIRE_RUNTIME_TENSORSPEC_H
+#define REWIRE_RUNTIME_TENSORSPEC_H
 
 #include "rewire/Support/DType.h"
 
 #include <cstdint>
+#include <ostream>
 #include <optional>
 #include <string>
 
-namespace rewire::tools {
+namespace rewire::runtime {
 
 /// The most elements a tensor spec may have (2^32, the importer's limit for
 /// any tensor).
@@ -26,6 +28,14 @@ constexpr int64_t kMaxInputElements = int64_t(1) << 32;
 std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t,
                                            int64_t maxElements = kMaxInputElements);
 
-} // namespace rewire::tools
+/// Element `i` of `t` as text: integers exactly (uint64 included), floats
+/// with 6 significant digits.
+std::string formatTensorValue(const HostTensor &t, int64_t i);
 
-#endif // REWIRE_TOOLS_COMMON_TENSORSPEC_H
+/// `t` in the spec's layout, "2x2xf32=[1 2][3 4]", at most `maxValues`
+/// values (then "..."), and a newline.
+void printTensor(const HostTensor &t, int64_t maxValues, std::ostream &os);
+
+} // namespace rewire::runtime
+
+#endif // REWIRE_RUNTIME_TENSORSPEC_H
