@@ -30,15 +30,17 @@ uint64_t rewire::compiler::imageHash(llvm::StringRef bytes) {
   return rewire::fnv1a(bytes.data(), bytes.size());
 }
 
-std::optional<std::string>
-rewire::compiler::writeEmulatorKernels(OwningOpRef<ModuleOp> copy, const CompileOptions &options,
-                                       llvm::ArrayRef<std::string> images,
-                                       const std::string &outputPath,
-                                       const std::string &runtimeLibDir) {
+llvm::Error rewire::compiler::writeEmulatorKernels(OwningOpRef<ModuleOp> copy,
+                                                   const CompileOptions &options,
+                                                   llvm::ArrayRef<std::string> images,
+                                                   const std::string &outputPath,
+                                                   const std::string &runtimeLibDir) {
   std::string emulator = runtimeLibDir + "/librewire_cuda_emu.so";
   if (!llvm::sys::fs::exists(emulator))
-    return "the CUDA emulator '" + emulator +
-           "' is missing; build the `rewire_cuda_emu` target or pass --runtime-lib-dir";
+    return compileError(
+        Failure::codegen,
+        "the CUDA emulator '" + emulator +
+            "' is missing; build the `rewire_cuda_emu` target or pass --runtime-lib-dir");
   std::vector<EntryPoint> kernels;
   std::vector<bool> synchronizing;
   for (auto gpuModule : copy->getOps<gpu::GPUModuleOp>())
@@ -59,13 +61,14 @@ rewire::compiler::writeEmulatorKernels(OwningOpRef<ModuleOp> copy, const Compile
         synchronizing.push_back(sync);
       }
   if (failed(runPipeline(*copy, [](OpPassManager &pm) { buildEmulatorKernelPipeline(pm); })))
-    return std::string("lowering the kernels for the emulator failed (see above)");
+    return compileError(Failure::codegen,
+                        "lowering the kernels for the emulator failed (see above)");
   llvm::LLVMContext llvmContext;
   // Kernels may get one buffer twice (read and written in place).
   auto llvmModule = translateAndOptimize(*copy, kernels, "", options, llvmContext,
                                          /*distinctBuffers=*/false);
   if (!llvmModule)
-    return std::string("translating the emulator kernels failed (see above)");
+    return compileError(Failure::codegen, "translating the emulator kernels failed (see above)");
   auto *i32 = llvm::Type::getInt32Ty(llvmContext);
   for (auto [k, sync] : llvm::zip(kernels, synchronizing)) {
     new llvm::GlobalVariable(*llvmModule, i32, true, llvm::GlobalValue::ExternalLinkage,
@@ -85,8 +88,9 @@ rewire::compiler::writeEmulatorKernels(OwningOpRef<ModuleOp> copy, const Compile
   new llvm::GlobalVariable(*llvmModule, hashType, true, llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantArray::get(hashType, hashes), "rewire_emu_image_hashes");
   std::string object;
-  if (auto err = emitObject(*llvmModule, options, object))
-    return "emitting the emulator kernels failed: " + *err;
+  if (llvm::Error err = emitObject(*llvmModule, options, object))
+    return compileError(Failure::codegen,
+                        "emitting the emulator kernels failed: " + llvm::toString(std::move(err)));
   return linkSharedObject(object, outputPath,
                           {"-L" + runtimeLibDir, "-Wl,-rpath," + runtimeLibDir,
                            "-lrewire_cuda_emu", "-lm"});

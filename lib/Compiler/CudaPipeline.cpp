@@ -86,21 +86,21 @@ LogicalResult rewire::compiler::serializeKernels(ModuleOp module, const CompileO
   return success();
 }
 
-std::optional<std::string> rewire::compiler::assembleCubin(const std::string &ptx,
-                                                           const CompileOptions &options,
-                                                           std::string &cubin) {
+llvm::Error rewire::compiler::assembleCubin(const std::string &ptx, const CompileOptions &options,
+                                            std::string &cubin) {
   cubin.clear();
   std::string toolkit = findCudaToolkit(options.cudaPath);
   llvm::SmallString<256> ptxas(toolkit);
   llvm::sys::path::append(ptxas, "bin", "ptxas");
   if (toolkit.empty() || !llvm::sys::fs::can_execute(ptxas))
-    return "no ptxas (CUDA toolkit) found; the artifact would carry PTX only";
+    return compileError(Failure::codegen,
+                        "no ptxas (CUDA toolkit) found; the artifact would carry PTX only");
   llvm::SmallString<128> in, out, log;
   int fd;
   if (llvm::sys::fs::createTemporaryFile("rewire-kernels", "ptx", fd, in) ||
       llvm::sys::fs::createTemporaryFile("rewire-kernels", "cubin", out) ||
       llvm::sys::fs::createTemporaryFile("rewire-ptxas", "log", log))
-    return std::string("cannot create temporary files for ptxas");
+    return compileError(Failure::codegen, "cannot create temporary files for ptxas");
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << ptx;
@@ -122,14 +122,14 @@ std::optional<std::string> rewire::compiler::assembleCubin(const std::string &pt
     if (auto buf = llvm::MemoryBuffer::getFile(log))
       message += ": " + (*buf)->getBuffer().trim().str();
     cleanup();
-    return message;
+    return compileError(Failure::codegen, message);
   }
   auto buf = llvm::MemoryBuffer::getFile(out, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf) {
     cleanup();
-    return std::string("cannot read ptxas's output");
+    return compileError(Failure::codegen, "cannot read ptxas's output");
   }
   cubin = (*buf)->getBuffer().str();
   cleanup();
-  return std::nullopt;
+  return llvm::Error::success();
 }

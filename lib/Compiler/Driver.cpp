@@ -31,20 +31,15 @@
 using namespace llvm;
 using namespace rewire::compiler;
 
-char CompileError::ID = 0;
 
 namespace {
-
-Error fail(Failure failure, const Twine &message = "") {
-  return make_error<CompileError>(failure, message.str());
-}
 
 /// Writes text to `path` ("-" = stdout).
 Error writeText(const std::string &path, function_ref<void(raw_ostream &)> fn) {
   std::string err;
   auto out = mlir::openOutputFile(path, &err);
   if (!out)
-    return fail(Failure::io, err);
+    return compileError(Failure::io, err);
   fn(out->os());
   out->keep();
   return Error::success();
@@ -78,19 +73,19 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> readModel(mlir::MLIRContext &context
   if (!StringRef(job.input).ends_with(".onnx")) {
     if (job.input != "-")
       if (auto bad = rewire::checkRegularFile(job.input, /*allowPipes=*/true))
-        return fail(Failure::io, *bad);
+        return compileError(Failure::io, *bad);
     std::string err;
     auto file = mlir::openInputFile(job.input, &err);
     if (!file)
-      return fail(Failure::io, err);
+      return compileError(Failure::io, err);
     if (auto deep = rewire::checkNestingDepth(file->getBuffer(), job.input)) {
       errs() << *deep << "\n"; // "FILE:LINE: error: ..."
-      return fail(Failure::invalidModel);
+      return compileError(Failure::invalidModel);
     }
     sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
     auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
     if (!module || failed(rewire::nn::checkParameterFileRef(*module, job.input)))
-      return fail(Failure::invalidModel);
+      return compileError(Failure::invalidModel);
     return std::move(module);
   }
   rewire::onnx_import::ImportOptions importOptions;
@@ -104,7 +99,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> readModel(mlir::MLIRContext &context
       dir = ".";
     sys::path::append(dir, ".rewire-import-%%%%%%.safetensors");
     if (auto ec = sys::fs::createUniqueFile(dir, fd, importedParams))
-      return fail(Failure::io, "cannot create a temporary file: " + ec.message());
+      return compileError(Failure::io, "cannot create a temporary file: " + ec.message());
     ::close(fd);
     SmallString<256> abs(importedParams);
     sys::fs::make_absolute(abs);
@@ -114,10 +109,10 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> readModel(mlir::MLIRContext &context
   auto result = rewire::onnx_import::importOnnxFile(job.input, &context, importOptions);
   if (!result.module) {
     using rewire::onnx_import::ImportStatus;
-    return fail(result.status == ImportStatus::unsupported     ? Failure::unsupported
-                : result.status == ImportStatus::io            ? Failure::io
-                : result.status == ImportStatus::inputMismatch ? Failure::inputMismatch
-                                                               : Failure::invalidModel);
+    return compileError(result.status == ImportStatus::unsupported     ? Failure::unsupported
+                        : result.status == ImportStatus::io            ? Failure::io
+                        : result.status == ImportStatus::inputMismatch ? Failure::inputMismatch
+                                                                       : Failure::invalidModel);
   }
   return std::move(result.module);
 }
@@ -145,7 +140,7 @@ Error compileCuda(mlir::ModuleOp module, const CompileJob &job, const ModuleInfo
                   StageClock &stage) {
   const CompileOptions &options = job.options;
   if (failed(lowerToGPU(module, options)))
-    return fail(Failure::unsupported);
+    return compileError(Failure::unsupported);
   stage("lower to GPU kernels");
   if (job.emit == Stage::gpu)
     return writeText(output, [&](raw_ostream &os) { module.print(os); });
@@ -155,24 +150,24 @@ Error compileCuda(mlir::ModuleOp module, const CompileJob &job, const ModuleInfo
     kernels = mlir::cast<mlir::ModuleOp>(module->clone());
   std::string ptx, cubin;
   if (failed(serializeKernels(module, options, ptx)))
-    return fail(Failure::codegen);
+    return compileError(Failure::codegen);
   stage("NVVM and PTX");
   if (job.emit == Stage::ptx)
     return writeText(output, [&](raw_ostream &os) { os << ptx; });
   if (!ptx.empty()) {
     // Without ptxas the driver JIT-compiles the PTX at load time.
-    if (auto err = assembleCubin(ptx, options, cubin))
-      errs() << "rewire-compile: warning: " << *err << "\n";
+    if (Error err = assembleCubin(ptx, options, cubin))
+      errs() << "rewire-compile: warning: " << toString(std::move(err)) << "\n";
     stage("ptxas");
   }
   if (kernels) {
-    if (auto err = writeEmulatorKernels(std::move(kernels), options, {ptx, cubin},
-                                        job.emulatorKernels, job.runtimeLibDir))
-      return fail(Failure::codegen, *err);
+    if (Error err = writeEmulatorKernels(std::move(kernels), options, {ptx, cubin},
+                                         job.emulatorKernels, job.runtimeLibDir))
+      return err;
     stage("emulator kernels");
   }
   if (failed(writeCudaArtifact(module, info, ptx, cubin, paramsRef, options, output)))
-    return fail(Failure::codegen);
+    return compileError(Failure::codegen);
   return Error::success();
 }
 
@@ -182,45 +177,55 @@ Error compileCpu(mlir::ModuleOp module, const CompileJob &job, const ModuleInfo 
                  const std::string &output, const std::string &paramsRef, StageClock &stage) {
   const CompileOptions &options = job.options;
   if (failed(lowerToLLVMDialect(module, options)))
-    return fail(Failure::unsupported);
+    return compileError(Failure::unsupported);
   stage("lower to the LLVM dialect");
   if (job.emit == Stage::llvmDialect)
     return writeText(output, [&](raw_ostream &os) { module.print(os); });
   LLVMContext llvmContext;
   auto llvmModule = translateAndOptimize(module, info.entries, paramsRef, options, llvmContext);
   if (!llvmModule)
-    return fail(Failure::codegen);
+    return compileError(Failure::codegen);
   stage("translate and optimize (LLVM)");
   if (job.emit == Stage::llvm)
     return writeText(output, [&](raw_ostream &os) { llvmModule->print(os, nullptr); });
   std::string object;
-  if (auto err = emitObject(*llvmModule, options, object))
-    return fail(Failure::codegen, *err);
+  if (Error err = emitObject(*llvmModule, options, object))
+    return err;
   stage("code generation");
   if (job.emit == Stage::object)
     return writeText(output, [&](raw_ostream &os) { os << object; });
-  if (auto err = linkArtifact(object, output, job.runtimeLibDir))
-    return fail(Failure::codegen, *err);
+  if (Error err = linkArtifact(object, output, job.runtimeLibDir))
+    return err;
   stage("link");
   return Error::success();
 }
 
 } // namespace
 
+char CompileError::ID = 0;
+
+Error rewire::compiler::compileError(Failure failure, const Twine &message) {
+  return make_error<CompileError>(failure, message.str());
+}
+
+Error rewire::compiler::compileErrorIf(Failure failure, const std::optional<std::string> &message) {
+  return message ? compileError(failure, *message) : Error::success();
+}
+
 Error rewire::compiler::validate(const CompileJob &job) {
   bool cuda = job.options.cuda;
   if (cuda && isCpuOnly(job.emit))
-    return fail(Failure::usage, "--emit=llvm-dialect/llvm/obj are CPU stages; with "
-                                "--target=cuda use --emit=gpu or --emit=ptx");
+    return compileError(Failure::usage, "--emit=llvm-dialect/llvm/obj are CPU stages; with "
+                                        "--target=cuda use --emit=gpu or --emit=ptx");
   if (!cuda && (job.emit == Stage::gpu || job.emit == Stage::ptx))
-    return fail(Failure::usage, "--emit=gpu and --emit=ptx need --target=cuda");
+    return compileError(Failure::usage, "--emit=gpu and --emit=ptx need --target=cuda");
   if (!cuda && !job.emulatorKernels.empty())
-    return fail(Failure::usage, "--emulator-kernels needs --target=cuda");
+    return compileError(Failure::usage, "--emulator-kernels needs --target=cuda");
   if (job.options.optLevel > 3)
-    return fail(Failure::usage,
-                "-O" + Twine(job.options.optLevel) + " is not a level; use -O0 to -O3");
+    return compileError(Failure::usage,
+                        "-O" + Twine(job.options.optLevel) + " is not a level; use -O0 to -O3");
   if (isBinary(job.emit) && outputOf(job) == "-")
-    return fail(Failure::usage, "binary output needs a file: give -o FILE");
+    return compileError(Failure::usage, "binary output needs a file: give -o FILE");
   return Error::success();
 }
 
@@ -244,7 +249,7 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
   if (!module)
     return module.takeError();
   if (failed(mlir::verify(**module)))
-    return fail(Failure::invalidModel);
+    return compileError(Failure::invalidModel);
   if (job.emit == Stage::nn)
     return writeText(output, [&](raw_ostream &os) { (*module)->print(os); });
 
@@ -254,9 +259,9 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
   mlir::ModuleOp m = **module;
   if (!job.options.residual.empty() &&
       failed(applyResidualRewrite(m, job.options.residual, job.options.allowNoResidual)))
-    return fail(Failure::unsupported);
+    return compileError(Failure::unsupported);
   if (job.instrument && failed(instrumentResidualStreams(m)))
-    return fail(Failure::unsupported);
+    return compileError(Failure::unsupported);
   // Parameters next to the artifact, named relative to it when beside it.
   std::string params = job.params;
   if (params.empty()) {
@@ -280,12 +285,12 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
   }
   ModuleInfo info;
   if (!job.train.empty() && failed(addTrainingSteps(m, job.train, info)))
-    return fail(Failure::unsupported);
+    return compileError(Failure::unsupported);
   stage("residual rewrite and train step");
   if (job.emit == Stage::residual)
     return writeText(output, [&](raw_ostream &os) { m.print(os); });
   if (failed(lowerToLinalg(m, job.options, info)))
-    return fail(Failure::unsupported);
+    return compileError(Failure::unsupported);
   stage("lower to linalg");
   if (job.emit == Stage::linalg)
     return writeText(output, [&](raw_ostream &os) { m.print(os); });
@@ -295,10 +300,7 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
   if (built || job.emit != Stage::artifact)
     return built;
   std::string inputDir = sys::path::parent_path(job.input).str();
-  if (auto err = writeParameters(info, inputDir.empty() ? "." : inputDir, job.options.seed,
-                                 params))
-    return fail(Failure::io, *err);
-  return Error::success();
+  return writeParameters(info, inputDir.empty() ? "." : inputDir, job.options.seed, params);
 }
 
 Failure rewire::compiler::reportError(Error error, StringRef tool) {

@@ -244,18 +244,17 @@ rewire::compiler::translateAndOptimize(mlir::ModuleOp module,
   return llvmModule;
 }
 
-std::optional<std::string> rewire::compiler::emitObject(llvm::Module &module,
-                                                        const CompileOptions &options,
-                                                        std::string &object) {
+llvm::Error rewire::compiler::emitObject(llvm::Module &module, const CompileOptions &options,
+                                         std::string &object) {
   std::string error;
   auto tm = makeTargetMachine(options, error);
   if (!tm)
-    return error;
+    return compileError(Failure::codegen, error);
   llvm::raw_string_ostream os(object);
   llvm::buffer_ostream out(os);
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return std::string("the target cannot emit object files");
+    return compileError(Failure::codegen, "the target cannot emit object files");
   pm.run(module);
-  return std::nullopt;
+  return llvm::Error::success();
 }

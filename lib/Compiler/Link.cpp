@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Compiler.h"
+#include "rewire/Support/CpuArtifact.h"
 #include "rewire/Version.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -31,14 +32,15 @@ struct TempFile {
 };
 } // namespace
 
-std::optional<std::string>
-rewire::compiler::linkSharedObject(const std::string &object, const std::string &outputPath,
-                                   llvm::ArrayRef<std::string> libraries) {
+llvm::Error rewire::compiler::linkSharedObject(const std::string &object,
+                                               const std::string &outputPath,
+                                               llvm::ArrayRef<std::string> libraries) {
   const char *env = std::getenv("REWIRE_CLANG");
   std::string clang = env && *env ? env : std::string(REWIRE_LLVM_TOOLS_DIR) + "/clang";
   if (!llvm::sys::fs::can_execute(clang))
-    return "no linker driver at '" + clang +
-           "': install clang-22 (scripts/bootstrap.sh) or set REWIRE_CLANG";
+    return compileError(Failure::codegen,
+                        "no linker driver at '" + clang +
+                            "': install clang-22 (scripts/bootstrap.sh) or set REWIRE_CLANG");
 
   llvm::SmallString<128> dir(outputPath);
   llvm::sys::path::remove_filename(dir);
@@ -50,26 +52,27 @@ rewire::compiler::linkSharedObject(const std::string &object, const std::string 
     return (dir + "/.rewire-link-%%%%%%" + suffix).str();
   };
   if (auto ec = llvm::sys::fs::createUniqueFile(model(".o"), fd, obj.path))
-    return "cannot create a temporary file in '" + dir.str().str() + "': " + ec.message();
+    return compileError(Failure::codegen, "cannot create a temporary file in '" + dir.str().str() +
+                                              "': " + ec.message());
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << object;
     os.close();
     if (os.has_error())
-      return "cannot write '" + obj.path.str().str() + "'";
+      return compileError(Failure::codegen, "cannot write '" + obj.path.str().str() + "'");
   }
   if (auto ec = llvm::sys::fs::createUniqueFile(model(".so"), fd, out.path))
-    return "cannot create a temporary file: " + ec.message();
+    return compileError(Failure::codegen, "cannot create a temporary file: " + ec.message());
   ::close(fd);
   if (auto ec = llvm::sys::fs::createUniqueFile(model(".log"), fd, log.path))
-    return "cannot create a temporary file: " + ec.message();
+    return compileError(Failure::codegen, "cannot create a temporary file: " + ec.message());
   ::close(fd);
 
-  llvm::SmallVector<llvm::StringRef> args = {clang,      "-shared", "-fuse-ld=lld",
-                                             "-Wl,--no-undefined", "-Wl,-z,now",
-                                             // The runtime calls every entry point through it.
-                                             "-Wl,--undefined=rewire_artifact_call", "-o",
-                                             out.path,   obj.path};
+  // The runtime calls every entry point through kCallSymbol: keep it.
+  std::string keepCall = std::string("-Wl,--undefined=") + rewire::cpu::kCallSymbol;
+  llvm::SmallVector<llvm::StringRef> args = {
+      clang, "-shared", "-fuse-ld=lld", "-Wl,--no-undefined", "-Wl,-z,now", keepCall,
+      "-o",  out.path,  obj.path};
   for (const std::string &l : libraries)
     args.push_back(l);
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(), log.path.str()};
@@ -79,22 +82,24 @@ rewire::compiler::linkSharedObject(const std::string &object, const std::string 
     std::string text;
     if (auto buf = llvm::MemoryBuffer::getFile(log.path))
       text = (*buf)->getBuffer().take_back(2000).str();
-    return "linking '" + outputPath + "' failed (" +
-           (error.empty() ? "exit " + std::to_string(rc) : error) + "): " + text;
+    return compileError(Failure::codegen,
+                        "linking '" + outputPath + "' failed (" +
+                            (error.empty() ? "exit " + std::to_string(rc) : error) + "): " + text);
   }
   if (auto ec = llvm::sys::fs::rename(out.path, outputPath))
-    return "cannot write '" + outputPath + "': " + ec.message();
+    return compileError(Failure::codegen, "cannot write '" + outputPath + "': " + ec.message());
   out.path.clear();
-  return std::nullopt;
+  return llvm::Error::success();
 }
 
-std::optional<std::string> rewire::compiler::linkArtifact(const std::string &object,
-                                                          const std::string &outputPath,
-                                                          const std::string &runtimeLibDir) {
+llvm::Error rewire::compiler::linkArtifact(const std::string &object, const std::string &outputPath,
+                                           const std::string &runtimeLibDir) {
   std::string kernels = runtimeLibDir + "/librewire_kernels.a";
   if (!llvm::sys::fs::exists(kernels))
-    return "the CPU kernels library '" + kernels +
-           "' is missing; build the `rewire_kernels` target or pass --runtime-lib-dir";
+    return compileError(
+        Failure::codegen,
+        "the CPU kernels library '" + kernels +
+            "' is missing; build the `rewire_kernels` target or pass --runtime-lib-dir");
   return linkSharedObject(
       object, outputPath,
       {kernels, "-lopenblas", "-lm",

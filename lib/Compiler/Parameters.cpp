@@ -20,10 +20,8 @@
 
 using namespace rewire::compiler;
 
-std::optional<std::string> rewire::compiler::writeParameters(const ModuleInfo &info,
-                                                             const std::string &inputDir,
-                                                             uint64_t seed,
-                                                             const std::string &outputPath) {
+llvm::Error rewire::compiler::writeParameters(const ModuleInfo &info, const std::string &inputDir,
+                                              uint64_t seed, const std::string &outputPath) {
   std::optional<SafetensorsFile> source;
   std::string sourcePath;
   std::vector<SafetensorsEntry> entries;
@@ -35,7 +33,8 @@ std::optional<std::string> rewire::compiler::writeParameters(const ModuleInfo &i
       auto dtype = parseDTypeName(p.dtype);
       auto it = info.parameters.find(p.name);
       if (!dtype || it == info.parameters.end())
-        return "internal error: no source for parameter '" + p.name + "'";
+        return compileError(Failure::io,
+                            "internal error: no source for parameter '" + p.name + "'");
       SafetensorsEntry out;
       out.name = p.name;
       out.dtype = dtypeSafetensorsName(*dtype);
@@ -45,20 +44,24 @@ std::optional<std::string> rewire::compiler::writeParameters(const ModuleInfo &i
         numel *= d;
       if (!it->second.dense.empty()) {
         if (*dtype != DType::F32 || static_cast<int64_t>(it->second.dense.size()) != numel)
-          return "parameter '" + p.name + "' has dense initial values that do not fit its type";
+          return compileError(Failure::io,
+                              "parameter '" + p.name +
+                                  "' has dense initial values that do not fit its type");
         out.data.assign(reinterpret_cast<const char *>(it->second.dense.data()),
                         it->second.dense.size() * sizeof(float));
       } else if (!it->second.external) {
         if (*dtype != DType::F32)
-          return "parameter '" + p.name + "' is initialized by rule but is not f32";
+          return compileError(Failure::io,
+                              "parameter '" + p.name + "' is initialized by rule but is not f32");
         std::vector<float> v = materializeInit(static_cast<InitRule>(it->second.initRule),
                                                it->second.a, it->second.b, numel, seed, p.name);
         out.data.assign(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(float));
       } else {
         if (!source) {
           if (info.parameterFile.empty())
-            return "parameter '" + p.name +
-                   "' is external but the module names no nn.parameter_file";
+            return compileError(Failure::io,
+                                "parameter '" + p.name +
+                                    "' is external but the module names no nn.parameter_file");
           llvm::SmallString<256> path(info.parameterFile);
           if (!llvm::sys::path::is_absolute(path)) {
             path = inputDir;
@@ -67,15 +70,18 @@ std::optional<std::string> rewire::compiler::writeParameters(const ModuleInfo &i
           sourcePath = path.str().str();
           source.emplace();
           if (auto err = readSafetensors(sourcePath, *source))
-            return *err;
+            return compileError(Failure::io, *err);
         }
         auto t = source->tensors.find(p.name);
         if (t == source->tensors.end())
-          return "parameter '" + p.name + "' is not in '" + sourcePath + "'";
+          return compileError(Failure::io,
+                              "parameter '" + p.name + "' is not in '" + sourcePath + "'");
         if (t->second.dtype != out.dtype || t->second.shape != p.shape)
-          return "parameter '" + p.name + "' in '" + sourcePath + "' is " + t->second.dtype +
-                 " of shape [" + shapeString(t->second.shape) + "], the model expects " +
-                 out.dtype + " of shape [" + shapeString(p.shape) + "]";
+          return compileError(Failure::io, "parameter '" + p.name + "' in '" + sourcePath +
+                                               "' is " + t->second.dtype + " of shape [" +
+                                               shapeString(t->second.shape) +
+                                               "], the model expects " + out.dtype + " of shape [" +
+                                               shapeString(p.shape) + "]");
         out.data = t->second.data;
       }
       entries.push_back(std::move(out));
@@ -87,5 +93,6 @@ std::optional<std::string> rewire::compiler::writeParameters(const ModuleInfo &i
                    [](const SafetensorsEntry &a, const SafetensorsEntry &b) {
                      return safetensorsDtypeSize(a.dtype) > safetensorsDtypeSize(b.dtype);
                    });
-  return writeSafetensors(outputPath, entries, {{"producer", "rewire-compile"}});
+  return compileErrorIf(Failure::io,
+                        writeSafetensors(outputPath, entries, {{"producer", "rewire-compile"}}));
 }

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <map>
@@ -29,6 +30,35 @@ class Module;
 } // namespace llvm
 
 namespace rewire::compiler {
+
+/// Why a compile failed: rewire-compile's exit codes (docs/compiling.md).
+enum class Failure {
+  usage = 1,        ///< the job's settings do not fit together
+  invalidModel = 2, ///< the model could not be read, imported or verified
+  unsupported = 3,  ///< an op, a dynamic shape, a residual or --train option
+  io = 4,           ///< a file could not be read or written
+  codegen = 5,      ///< code generation or the link failed
+  inputMismatch = 6 ///< an input shape does not fit the model's inputs
+};
+
+/// The one error type of the compiler libraries: a failed stage with its
+/// category. `message` is empty when the reason was reported as MLIR
+/// diagnostics already (through the context's handler).
+class CompileError : public llvm::ErrorInfo<CompileError> {
+public:
+  static char ID;
+  CompileError(Failure failure, std::string message)
+      : failure(failure), message(std::move(message)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+  Failure failure;
+  std::string message;
+};
+
+/// A CompileError of `failure` with `message`.
+llvm::Error compileError(Failure failure, const llvm::Twine &message = "");
+/// compileError for a message, success for none (Support's optional errors).
+llvm::Error compileErrorIf(Failure failure, const std::optional<std::string> &message);
 
 /// The artifact format version the compiler writes and the runtime accepts.
 constexpr int kArtifactFormatVersion = rewire::cpu::kFormatVersion;
@@ -167,29 +197,25 @@ std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
                                                    llvm::LLVMContext &llvmContext,
                                                    bool distinctBuffers = true);
 
-/// Object code for `module`; returns an error message on failure.
-std::optional<std::string> emitObject(llvm::Module &module, const CompileOptions &options,
-                                      std::string &object);
+/// Object code for `module` (Failure::codegen on failure).
+llvm::Error emitObject(llvm::Module &module, const CompileOptions &options, std::string &object);
 
 /// Links `object` with the CPU kernels of `runtimeLibDir` into the shared
-/// object `outputPath` (written atomically). Returns an error on failure.
-std::optional<std::string> linkArtifact(const std::string &object,
-                                        const std::string &outputPath,
-                                        const std::string &runtimeLibDir);
+/// object `outputPath` (written atomically; Failure::codegen on failure).
+llvm::Error linkArtifact(const std::string &object, const std::string &outputPath,
+                         const std::string &runtimeLibDir);
 
 /// Links `object` and `libraries` (linker arguments) into the shared object
 /// `outputPath` (written atomically; unresolved symbols fail the link).
-std::optional<std::string> linkSharedObject(const std::string &object,
-                                            const std::string &outputPath,
-                                            llvm::ArrayRef<std::string> libraries);
+llvm::Error linkSharedObject(const std::string &object, const std::string &outputPath,
+                             llvm::ArrayRef<std::string> libraries);
 
 /// Writes every parameter the entry points take to the safetensors file
 /// `outputPath` (atomically; 8-byte types first so every tensor is aligned
 /// for zero-copy mapping): external values from `info.parameterFile`
 /// (relative to `inputDir`), rule-initialized ones materialized with `seed`.
-std::optional<std::string> writeParameters(const ModuleInfo &info, const std::string &inputDir,
-                                           uint64_t seed, const std::string &outputPath);
-
+llvm::Error writeParameters(const ModuleInfo &info, const std::string &inputDir, uint64_t seed,
+                            const std::string &outputPath);
 
 // --target=cuda (lib/Compiler/Cuda*.cpp, docs/cuda.md).
 
@@ -208,9 +234,9 @@ mlir::LogicalResult serializeKernels(mlir::ModuleOp module, const CompileOptions
                                      std::string &ptx);
 
 /// Assembles `ptx` with the toolkit's ptxas into a cubin for
-/// `options.gpuChip`. Returns an error message (with ptxas's log) on failure.
-std::optional<std::string> assembleCubin(const std::string &ptx, const CompileOptions &options,
-                                         std::string &cubin);
+/// `options.gpuChip`. Fails with ptxas's log (the caller may go on with PTX only).
+llvm::Error assembleCubin(const std::string &ptx, const CompileOptions &options,
+                          std::string &cubin);
 
 /// Builds every entry point's host schedule (launches, cuBLAS GEMMs, the
 /// buffer plan) and writes the CUDA artifact `outputPath` atomically.
@@ -227,11 +253,9 @@ mlir::LogicalResult writeCudaArtifact(mlir::ModuleOp module, const ModuleInfo &i
 /// `runtimeLibDir`) runs in place of the GPU (docs/cuda.md). The hashes of
 /// `images` (the artifact's PTX and cubin) are recorded, so the emulator
 /// runs these kernels for that artifact only.
-std::optional<std::string> writeEmulatorKernels(mlir::OwningOpRef<mlir::ModuleOp> module,
-                                                const CompileOptions &options,
-                                                llvm::ArrayRef<std::string> images,
-                                                const std::string &outputPath,
-                                                const std::string &runtimeLibDir);
+llvm::Error writeEmulatorKernels(mlir::OwningOpRef<mlir::ModuleOp> module,
+                                 const CompileOptions &options, llvm::ArrayRef<std::string> images,
+                                 const std::string &outputPath, const std::string &runtimeLibDir);
 
 /// FNV-1a (64 bits) of `bytes`: how the emulator recognizes an image.
 uint64_t imageHash(llvm::StringRef bytes);

@@ -14,36 +14,12 @@
 #include "rewire/Compiler/Compiler.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/Error.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
 namespace rewire::compiler {
-
-/// Why a compile failed: rewire-compile's exit codes (docs/compiling.md).
-enum class Failure {
-  usage = 1,        ///< the job's settings do not fit together
-  invalidModel = 2, ///< the model could not be read, imported or verified
-  unsupported = 3,  ///< an op, a dynamic shape, a residual or --train option
-  io = 4,           ///< a file could not be read or written
-  codegen = 5,      ///< code generation or the link failed
-  inputMismatch = 6 ///< an input shape does not fit the model's inputs
-};
-
-/// A failed compile. `message` is empty when the reason was reported as
-/// MLIR diagnostics already (through the context's handler).
-class CompileError : public llvm::ErrorInfo<CompileError> {
-public:
-  static char ID;
-  CompileError(Failure failure, std::string message)
-      : failure(failure), message(std::move(message)) {}
-  void log(llvm::raw_ostream &os) const override { os << message; }
-  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
-  Failure failure;
-  std::string message;
-};
 
 /// One compile, as rewire-compile's flags describe it.
 struct CompileJob {
