@@ -36,6 +36,8 @@ enum class Granularity { block, sublayer };
 enum class GateWidth { channel, row };
 /// How new parameters are initialized.
 enum class InitMode { paper, identity };
+enum class LossKind { mse, crossEntropy };
+enum class OptimizerKind { sgd, adamw };
 
 #define GEN_PASS_DECL
 #include "passes/Transforms/Passes.h.inc"

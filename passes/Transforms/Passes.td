@@ -326,10 +326,18 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"function", "function", "std::string", "\"forward\"", "the model function">,
-    Option<"loss", "loss", "std::string", "\"mse\"", "the loss: mse or cross_entropy">,
+    Option<"loss", "loss", "::rewire::LossKind", "::rewire::LossKind::mse", "the loss",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::LossKind::mse, "mse", "mean squared error"),
+             clEnumValN(::rewire::LossKind::crossEntropy, "cross_entropy",
+                        "cross entropy of logits against i64 labels"))}]>,
     Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
            "cross_entropy: the label of rows not to count">,
-    Option<"optimizer", "optimizer", "std::string", "\"sgd\"", "sgd or adamw">,
+    Option<"optimizer", "optimizer", "::rewire::OptimizerKind", "::rewire::OptimizerKind::sgd",
+           "the update",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::OptimizerKind::sgd, "sgd", "SGD with optional momentum"),
+             clEnumValN(::rewire::OptimizerKind::adamw, "adamw", "AdamW"))}]>,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
            "SGD L2 penalty (added to the gradient) or AdamW decoupled decay">,

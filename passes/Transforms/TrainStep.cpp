@@ -108,10 +108,6 @@ void TrainStepPass::runOnOperation() {
   auto fwd = module.lookupSymbol<func::FuncOp>(function);
   if (!fwd || fwd.isExternal() || !fwd.getBody().hasOneBlock())
     return fail("no single-block function '" + function + "'");
-  if (loss != "mse" && loss != "cross_entropy")
-    return fail("loss '" + loss + "' is not mse or cross_entropy");
-  if (optimizer != "sgd" && optimizer != "adamw")
-    return fail("optimizer '" + optimizer + "' is not sgd or adamw");
   for (StringRef name : {kEvalFunction, kTrainFunction})
     if (module.lookupSymbol(name))
       return fail("'" + name + "' exists already");
@@ -138,7 +134,7 @@ void TrainStepPass::runOnOperation() {
       return fail("inputs must come before parameters in '" + function + "'");
   // MSE compares with a target like the prediction; cross-entropy takes
   // integer class labels for the prediction's rows (logits [..., C]).
-  bool ce = loss == "cross_entropy";
+  bool ce = loss == LossKind::crossEntropy;
   if (ce && predType.getRank() < 1)
     return fail("cross_entropy needs logits of rank >= 1");
   Type targetType = ce ? Type(RankedTensorType::get(predType.getShape().drop_back(),
@@ -259,7 +255,7 @@ void TrainStepPass::runOnOperation() {
   if (failed(autodiff::differentiate(train, "parameters", frozenPrefixes, &gradArgs, buffers)))
     return signalPassFailure();
 
-  bool adam = optimizer == "adamw";
+  bool adam = optimizer == OptimizerKind::adamw;
   bool sgdMomentum = !adam && momentum != 0.0;
   unsigned statesPerParam = adam ? 2 : sgdMomentum ? 1 : 0;
   SmallVector<std::string> names;

@@ -25,7 +25,7 @@
 // ADAM-SAME: {nn.name = "state:w:m"}, tensor<3x2xf32> {nn.name = "state:w:v"}, tensor<f32> {nn.name = "loss:depth1"}, tensor<f32> {nn.name = "loss:depth2"}, tensor<f32> {nn.name = "gradnorm:w"})
 
 // BADW: error: rewire-train-step: depth-weights has 1 values; the model has 2 depths
-// BADOPT: error: rewire-train-step: optimizer 'lion' is not sgd or adamw
+// BADOPT: for the --optimizer option: Cannot find option named 'lion'!
 
 func.func @forward(%x: tensor<4x3xf32>, %w: tensor<3x2xf32> {nn.parameter = "w"}) -> (tensor<4x2xf32> {nn.name = "y"}, tensor<4x2xf32> {nn.name = "y_depth1"}) {
   %y1 = nn.matmul %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
