@@ -6,7 +6,7 @@
 // call, with the message the compiled CPU checks give.
 //
 //===----------------------------------------------------------------------===//
-#include "Specs.h"
+#include "ArtifactMetadata.h"
 
 #include "rewire/Runtime/CallErrors.h"
 

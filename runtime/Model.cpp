@@ -13,7 +13,7 @@
 #include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
 #include "ElfImage.h"
-#include "Specs.h"
+#include "ArtifactMetadata.h"
 
 #include <cstring>
 #include <dlfcn.h>

@@ -2,7 +2,7 @@
 #include "rewire/Support/ReadFile.h"
 #include "Artifact.h"
 
-#include "../Specs.h"
+#include "../ArtifactMetadata.h"
 #include "rewire/Support/CudaArtifact.h"
 #include "rewire/Support/Json.h"
 

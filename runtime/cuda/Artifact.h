@@ -11,7 +11,7 @@
 #ifndef REWIRE_RUNTIME_CUDA_ARTIFACT_H
 #define REWIRE_RUNTIME_CUDA_ARTIFACT_H
 
-#include "../Specs.h"
+#include "../ArtifactMetadata.h"
 #include "rewire/Runtime/Runtime.h"
 
 #include <array>

@@ -7,7 +7,7 @@
 
 #include "Artifact.h"
 #include "Driver.h"
-#include "../Specs.h"
+#include "../ArtifactMetadata.h"
 #include "rewire/Support/CudaArtifact.h"
 #include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"

@@ -21,7 +21,7 @@ using namespace rewire;
 
 namespace {
 
-/// Whether the runtime carries tensors of `t` (runtime/Specs.h).
+/// Whether the runtime carries tensors of `t` (runtime/ArtifactMetadata.h).
 bool isEntryElementType(Type t) {
   if (t.isF32() || t.isF64() || t.isF16() || t.isBF16())
     return true;

@@ -1,6 +1,6 @@
-//===- Specs.h - Tensor specs in artifact metadata (runtime-internal) -----===//
-#ifndef REWIRE_RUNTIME_SPECS_H
-#define REWIRE_RUNTIME_SPECS_H
+//===- ArtifactMetadata.h - An artifact's metadata, read -------*- C++ -*-===//
+#ifndef REWIRE_RUNTIME_ARTIFACTMETADATA_H
+#define REWIRE_RUNTIME_ARTIFACTMETADATA_H
 
 #include "rewire/Runtime/Runtime.h"
 #include "rewire/Support/Json.h"
@@ -71,4 +71,4 @@ std::optional<std::string> runOnHostTensors(const FunctionInfo *fn, const std::s
 
 } // namespace rewire::runtime
 
-#endif // REWIRE_RUNTIME_SPECS_H
+#endif // REWIRE_RUNTIME_ARTIFACTMETADATA_H

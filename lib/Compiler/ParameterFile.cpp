@@ -1,4 +1,4 @@
-//===- Parameters.cpp - The artifact's parameter file ---------------------===//
+//===- ParameterFile.cpp - The artifact's parameter file ------------------===//
 //
 // Writes the parameters the entry points take, in one safetensors file next
 // to the artifact: values of external parameters copied from the model's
