@@ -62,37 +62,20 @@ std::string outputOf(const CompileJob &job) {
   return p.str().str();
 }
 
-/// Reads the job's model: imported from ONNX (its parameters into
-/// `importedParams`, a temporary file beside the output, unless the job
-/// stops before needing them) or parsed from IR.
-Expected<mlir::OwningOpRef<mlir::ModuleOp>> readModel(mlir::MLIRContext &context,
-                                                      llvm::SourceMgr &sourceMgr,
-                                                      const CompileJob &job,
-                                                      const std::string &output,
-                                                      SmallString<256> &importedParams) {
-  if (!StringRef(job.input).ends_with(".onnx")) {
-    if (job.input != "-")
-      if (auto bad = rewire::checkRegularFile(job.input, /*allowPipes=*/true))
-        return compileError(Failure::io, *bad);
-    std::string err;
-    auto file = mlir::openInputFile(job.input, &err);
-    if (!file)
-      return compileError(Failure::io, err);
-    if (auto deep = rewire::checkNestingDepth(file->getBuffer(), job.input)) {
-      errs() << *deep << "\n"; // "FILE:LINE: error: ..."
-      return compileError(Failure::invalidModel);
-    }
-    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-    auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-    if (!module || failed(rewire::nn::checkParameterFileRef(*module, job.input)))
-      return compileError(Failure::invalidModel);
-    return std::move(module);
-  }
+/// Reads the job's model, its ONNX parameters into `importedParams` (a
+/// temporary file beside the output) unless the job stops before needing
+/// them.
+Expected<mlir::OwningOpRef<mlir::ModuleOp>> readJobModel(mlir::MLIRContext &context,
+                                                         llvm::SourceMgr &sourceMgr,
+                                                         const CompileJob &job,
+                                                         const std::string &output,
+                                                         SmallString<256> &importedParams) {
   rewire::onnx_import::ImportOptions importOptions;
   for (const auto &[name, size] : job.dims)
     importOptions.dimBindings[name] = size;
   importOptions.inputShapes = job.inputShapes;
-  if (job.emit != Stage::nn && job.emit != Stage::residual) {
+  if (StringRef(job.input).ends_with(".onnx") && job.emit != Stage::nn &&
+      job.emit != Stage::residual) {
     int fd;
     SmallString<256> dir(output == "-" ? "." : sys::path::parent_path(output));
     if (dir.empty())
@@ -106,15 +89,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> readModel(mlir::MLIRContext &context
     importOptions.parameterFile = importedParams.str().str();
     importOptions.parameterFileRef = abs.str().str();
   }
-  auto result = rewire::onnx_import::importOnnxFile(job.input, &context, importOptions);
-  if (!result.module) {
-    using rewire::onnx_import::ImportStatus;
-    return compileError(result.status == ImportStatus::unsupported     ? Failure::unsupported
-                        : result.status == ImportStatus::io            ? Failure::io
-                        : result.status == ImportStatus::inputMismatch ? Failure::inputMismatch
-                                                                       : Failure::invalidModel);
-  }
-  return std::move(result.module);
+  return readModel(context, sourceMgr, job.input, importOptions);
 }
 
 /// Prints the wall time since the previous stage (with --timing).
@@ -204,6 +179,39 @@ Error compileCpu(mlir::ModuleOp module, const CompileJob &job, const ModuleInfo 
 
 char CompileError::ID = 0;
 
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+rewire::compiler::readModel(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                            const std::string &path,
+                            const rewire::onnx_import::ImportOptions &importOptions) {
+  if (StringRef(path).ends_with(".onnx")) {
+    auto result = rewire::onnx_import::importOnnxFile(path, &context, importOptions);
+    if (!result.module) {
+      using rewire::onnx_import::ImportStatus;
+      return compileError(result.status == ImportStatus::unsupported     ? Failure::unsupported
+                          : result.status == ImportStatus::io            ? Failure::io
+                          : result.status == ImportStatus::inputMismatch ? Failure::inputMismatch
+                                                                         : Failure::invalidModel);
+    }
+    return std::move(result.module);
+  }
+  if (path != "-")
+    if (auto bad = rewire::checkRegularFile(path, /*allowPipes=*/true))
+      return compileError(Failure::io, *bad);
+  std::string err;
+  auto file = mlir::openInputFile(path, &err);
+  if (!file)
+    return compileError(Failure::io, err);
+  if (auto deep = rewire::checkNestingDepth(file->getBuffer(), path)) {
+    errs() << *deep << "\n"; // "FILE:LINE: error: ..."
+    return compileError(Failure::invalidModel);
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module || failed(rewire::nn::checkParameterFileRef(*module, path)))
+    return compileError(Failure::invalidModel);
+  return std::move(module);
+}
+
 Error rewire::compiler::compileError(Failure failure, const Twine &message) {
   return make_error<CompileError>(failure, message.str());
 }
@@ -245,7 +253,7 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
     if (!importedParams.empty())
       sys::fs::remove(importedParams);
   });
-  auto module = readModel(context, sourceMgr, job, output, importedParams);
+  auto module = readJobModel(context, sourceMgr, job, output, importedParams);
   if (!module)
     return module.takeError();
   if (failed(mlir::verify(**module)))

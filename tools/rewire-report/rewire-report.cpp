@@ -20,7 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/residual/ResidualOps.h"
 #include "passes/Transforms/Passes.h"
-#include "rewire/Import/OnnxImport.h"
+#include "rewire/Compiler/Driver.h"
 #include "rewire/InitAll.h"
 #include "rewire/Support/Nesting.h"
 #include "rewire/Support/ReadFile.h"
@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
     o.tau = statsTau;
     return rewire::report::runStats(o);
   }
-  if (format != "text" && format != "json" && format != "dot") {
+  if (::format != "text" && ::format != "json" && ::format != "dot") {
     errs() << "rewire-report: error: --format must be text, json or dot\n";
     return 1;
   }
@@ -103,50 +103,27 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  mlir::OwningOpRef<mlir::ModuleOp> module;
   // Errors (and their notes: every unsupported op of an import) name the
   // location; the module is not printed.
   context.printOpOnDiagnostic(false);
-  llvm::SourceMgr diagSourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics(diagSourceMgr, &context);
-  if (StringRef(inputPath).ends_with(".onnx")) {
-    rewire::onnx_import::ImportOptions options;
-    auto result = rewire::onnx_import::importOnnxFile(inputPath, &context, options);
-    if (!result.module)
-      return 2;
-    module = std::move(result.module);
-  } else {
-    llvm::SourceMgr sourceMgr;
-    if (auto bad = rewire::checkRegularFile(inputPath, /*allowPipes=*/true)) {
-      errs() << "rewire-report: error: " << *bad << "\n";
-      return 2;
-    }
-    auto file = MemoryBuffer::getFile(inputPath);
-    if (!file) {
-      errs() << "rewire-report: error: cannot read '" << inputPath
-             << "': " << file.getError().message() << "\n";
-      return 2;
-    }
-    if (auto deep = rewire::checkNestingDepth((*file)->getBuffer(), inputPath)) {
-      errs() << *deep << "\n";
-      return 2;
-    }
-    sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
-    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return 2;
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  auto module = rewire::compiler::readModel(context, sourceMgr, inputPath);
+  if (!module) {
+    rewire::compiler::reportError(module.takeError(), "rewire-report");
+    return 2;
   }
 
   bool hasStreams = false;
-  module->walk([&](rewire::residual::StreamOpInterface) { hasStreams = true; });
+  (*module)->walk([&](rewire::residual::StreamOpInterface) { hasStreams = true; });
   mlir::PassManager pm(&context);
   if (!hasStreams)
     pm.addNestedPass<mlir::func::FuncOp>(rewire::createResidualDetect());
   rewire::ResidualReportOptions reportOptions;
-  reportOptions.format = format;
+  reportOptions.format = ::format;
   reportOptions.output = outputPath;
   pm.addPass(rewire::createResidualReport(reportOptions));
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(**module)))
     return 3;
   return 0;
 }

@@ -12,12 +12,17 @@
 #define REWIRE_COMPILER_DRIVER_H
 
 #include "rewire/Compiler/Compiler.h"
+#include "rewire/Import/OnnxImport.h"
 
 #include "mlir/IR/MLIRContext.h"
 
 #include <map>
 #include <string>
 #include <vector>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
 
 namespace rewire::compiler {
 
@@ -52,6 +57,14 @@ struct CompileJob {
   std::string emulatorKernels;
   CompileOptions options;
 };
+
+/// Reads a model: `path` ending in .onnx is imported with `importOptions`,
+/// anything else is parsed as MLIR (a regular file, or "-" for stdin, its
+/// nesting bounded and its nn.parameter_file confined to its folder) into
+/// `sourceMgr`, which the diagnostics of the parse refer to.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+readModel(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr, const std::string &path,
+          const rewire::onnx_import::ImportOptions &importOptions = {});
 
 /// The job's settings checked together (a CPU stage for CUDA, -O7, ...):
 /// a CompileError(Failure::usage) saying what to change.
