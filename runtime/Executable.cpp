@@ -1,7 +1,10 @@
 //===- Executable.cpp - One interface over CPU and CUDA artifacts ---------===//
+//
+// What every Executable shares; Executable::load, which needs both models,
+// is in LoadExecutable.cpp (so readers of one kind link without the other).
+//
+//===----------------------------------------------------------------------===//
 #include "rewire/Runtime/Executable.h"
-#include "rewire/Runtime/CudaRuntime.h"
-#include "rewire/Runtime/Runtime.h"
 
 using namespace rewire;
 using namespace rewire::runtime;
@@ -27,11 +30,4 @@ const FunctionInfo *Executable::function(const std::string &name) const {
     if (f.name == name)
       return &f;
   return nullptr;
-}
-
-std::unique_ptr<Executable> Executable::load(const std::string &artifactPath, std::string &error,
-                                             const std::string &parametersPath) {
-  if (isCudaArtifact(artifactPath))
-    return CudaModel::load(artifactPath, error, parametersPath);
-  return Model::load(artifactPath, error, parametersPath);
 }
