@@ -92,6 +92,9 @@ FailureOr<std::string> passOptions(ModuleOp module, StringRef flag, StringRef fi
       return module.emitError() << "rewire-compile: " << flag << " option '" << p
                                 << "' is not option=value";
     auto [key, value] = p.split('=');
+    if (key == first)
+      return module.emitError() << "rewire-compile: " << flag << "='" << spec << "' sets " << first
+                                << " twice; give it once, before ':'";
     std::string v = value.str();
     if (llvm::is_contained(listOptions, key))
       std::replace(v.begin(), v.end(), '+', ',');
