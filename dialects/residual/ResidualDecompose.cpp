@@ -82,9 +82,17 @@ void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
     inverse[perm[i]] = i;
 }
 
-LogicalResult residual::decomposeStreamOps(Operation *root) {
+ArrayRef<std::string> residual::unfusedStreamOps() {
+  static const std::string names[] = {LaurelOp::getOperationName().str()};
+  return names;
+}
+
+LogicalResult residual::decomposeStreamOps(Operation *root, ArrayRef<std::string> names) {
   SmallVector<StreamOpInterface> ops;
-  root->walk([&](StreamOpInterface op) { ops.push_back(op); });
+  root->walk([&](StreamOpInterface op) {
+    if (names.empty() || llvm::is_contained(names, op->getName().getStringRef()))
+      ops.push_back(op);
+  });
   for (StreamOpInterface op : ops) {
     ImplicitLocOpBuilder b(op->getLoc(), op);
     FailureOr<Value> value = op.decompose(b, op->getOperands());
@@ -136,6 +144,16 @@ FailureOr<Value> ScaleAddOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
     alpha = nn::ReshapeOp::create(b, RankedTensorType::get(shape, at.getElementType()), alpha);
   }
   return Value(nn::AddOp::create(b, v[0], nn::MulOp::create(b, alpha, v[1])));
+}
+
+/// alpha u + beta h (+ (h A) B).
+FailureOr<Value> LaurelOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  Value out =
+      nn::AddOp::create(b, nn::MulOp::create(b, v[2], v[1]), nn::MulOp::create(b, v[3], v[0]));
+  if (getA())
+    out = nn::AddOp::create(b, out,
+                            nn::MatMulOp::create(b, nn::MatMulOp::create(b, v[0], v[4]), v[5]));
+  return out;
 }
 
 /// h + r u (additive) or h + r (u - h) (convex), r the gate.

@@ -13,10 +13,15 @@
 
 namespace rewire::residual {
 
-/// Replaces every stream op under `root` by its decomposition into nn ops
+/// Replaces every stream op under `root` (only those named in `ops`, e.g.
+/// "residual.laurel", when it is not empty) by its decomposition into nn ops
 /// (StreamOpInterface::decompose); residual.route stays. Fails, with the
 /// op's error, on one that cannot be decomposed.
-mlir::LogicalResult decomposeStreamOps(mlir::Operation *root);
+mlir::LogicalResult decomposeStreamOps(mlir::Operation *root, llvm::ArrayRef<std::string> ops = {});
+
+/// The stream ops without a fused lowering: the pipelines decompose them
+/// before the lowering to linalg.
+llvm::ArrayRef<std::string> unfusedStreamOps();
 
 /// The permutation moving `axis` of a rank-`rank` tensor last (the others
 /// in order), and its inverse: how the forms that normalize rows treat a

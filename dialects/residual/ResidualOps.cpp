@@ -145,6 +145,43 @@ LogicalResult ScaleAddOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// LaurelOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaurelOp::verify() {
+  auto state = verifyState(*this, "h", getH(), getAxis());
+  if (failed(state))
+    return failure();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"alpha", getAlpha()}, {"beta", getBeta()}}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (!(type.getRank() == 0 || (type.getRank() == 1 && type.getDimSize(0) == 1)))
+      return emitOpError() << "'" << name << "' must be a scalar (tensor<T> or tensor<1xT>), got "
+                           << type;
+    if (failed(verifyElementType(*this, name, value, *state)))
+      return failure();
+  }
+  if (!getA() != !getB())
+    return emitOpError() << "the low-rank map needs both 'a' and 'b'";
+  if (!getA())
+    return success();
+  auto stateType = cast<RankedTensorType>(getH().getType());
+  if (state->axis != stateType.getRank() - 1)
+    return emitOpError() << "the low-rank map needs the feature axis last, got axis " << state->axis
+                         << " of rank " << stateType.getRank();
+  auto a = cast<RankedTensorType>(getA().getType());
+  auto b = cast<RankedTensorType>(getB().getType());
+  if (a.getRank() != 2 || b.getRank() != 2 || !dimsAgree(a.getDimSize(0), state->d) ||
+      !dimsAgree(b.getDimSize(1), state->d) || !dimsAgree(a.getDimSize(1), b.getDimSize(0)))
+    return emitOpError() << "the low-rank map must be 'a' : [" << dimStr(state->d)
+                         << ", r] and 'b' : [r, " << dimStr(state->d) << "], got " << a << " and "
+                         << b;
+  if (failed(verifyElementType(*this, "a", getA(), *state)))
+    return failure();
+  return verifyElementType(*this, "b", getB(), *state);
+}
+
+//===----------------------------------------------------------------------===//
 // GatedAddOp
 //===----------------------------------------------------------------------===//
 

@@ -91,6 +91,44 @@ def Residual_ScaleAddOp : Residual_StreamOp<"scale_add", [
 }
 
 //===----------------------------------------------------------------------===//
+// residual.laurel
+//===----------------------------------------------------------------------===//
+
+def Residual_LaurelOp : Residual_StreamOp<"laurel", [
+    AllTypesMatch<["h", "u", "result"]>, AttrSizedOperandSegments]> {
+  let summary = "learned augmented residual `alpha u + beta h + (h A) B` (LAuReL)";
+  let description = [{
+    LAuReL (Google, ICML 2025; papers.md 6.3): `x' = alpha f(x) + g(x)` with
+    the branch output `u = f(h)` and
+
+    * the RW variant: `g = beta h`, learned scalars `alpha`, `beta`;
+    * the LR variant: `g = h + B A h`, a rank-`r` map (`A : [d, r]`,
+      `B : [r, d]`, input-major as every Rewire weight), with `alpha = beta
+      = 1`;
+    * both (RW+LR): `alpha u + beta h + (h A) B`.
+
+    `alpha` and `beta` are scalars (`tensor<T>` or `tensor<1xT>`); the
+    low-rank pair is given together or not at all and needs the feature
+    axis last. With `B = 0` and `alpha = beta = 1` the op is `h + u`, which
+    is how residual-rewrite initializes it.
+
+    Example:
+    ```mlir
+    %h1 = residual.laurel %h0, %u, %alpha, %beta lowrank %A, %B stream 0 layer 1
+        : tensor<2x16x64xf32>, tensor<f32>, tensor<f32>, tensor<64x16xf32>, tensor<16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$h, Residual_FloatTensor:$u,
+                            Residual_FloatTensor:$alpha, Residual_FloatTensor:$beta,
+                            Optional<Residual_FloatTensor>:$a,
+                            Optional<Residual_FloatTensor>:$b), StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$h `,` $u `,` $alpha `,` $beta (`lowrank` $a^ `,` $b)? ",
+                       StreamAttrsFormat,
+                       " `:` type($result) `,` type($alpha) `,` type($beta) (`,` type($a)^ `,` type($b))?");
+}
+
+//===----------------------------------------------------------------------===//
 // residual.gated_add
 //===----------------------------------------------------------------------===//
 

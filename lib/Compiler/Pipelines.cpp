@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "rewire/Compiler/Pipelines.h"
 
+#include "dialects/residual/ResidualDecompose.h"
 #include "passes/Conversion/Passes.h"
 #include "passes/Transforms/Passes.h"
 
@@ -78,6 +79,11 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // different ops, and one-shot bufferization then copies the shared buffer
   // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
   OpPassManager &fn = pm.nest<func::FuncOp>();
+  // Forms without a fused lowering run as their decomposition.
+  ResidualDecomposeOptions unfused;
+  for (const std::string &name : residual::unfusedStreamOps())
+    unfused.ops.push_back(name);
+  fn.addPass(rewire::createResidualDecompose(unfused));
   fn.addPass(rewire::createConvertNNToLinalg(ConvertNNToLinalgOptions{/*scatterAsReduction=*/options.cuda}));
   fn.addPass(rewire::createConvertResidualToLinalg());
   fn.addPass(createCanonicalizerPass());

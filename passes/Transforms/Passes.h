@@ -28,7 +28,8 @@ enum class RewriteKind {
   nag,
   ancre,
   denseformer,
-  lpa
+  lpa,
+  laurel
 };
 /// Which updates a stream-level form (ANCRe, DenseFormer, LPA) attaches to.
 enum class Granularity { block, sublayer };
@@ -37,6 +38,7 @@ enum class GateWidth { channel, row };
 /// How new parameters are initialized.
 enum class InitMode { paper, identity };
 enum class LossKind { mse, crossEntropy };
+enum class LaurelVariant { rw, lr, rwlr };
 enum class OptimizerKind { sgd, adamw };
 
 #define GEN_PASS_DECL

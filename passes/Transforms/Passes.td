@@ -63,6 +63,7 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     | `ancre` | `mix softmax` after each block | c = 0 (uniform), `tau` | impossible (refused) |
     | `denseformer` | `mix free` after each block | weight 1 on the block output | the same (exact) |
     | `lpa` | `tap` after each block + a readout per depth | no parameters | exact (adds outputs only) |
+    | `laurel` | `laurel`: `alpha u + beta h (+ (h A) B)` (`laurel=rw|lr|rw-lr`, `rank`) | alpha = beta = 1, A ~ N(0, 0.02), B = 0 | the same (exact) |
 
     Stream-level forms attach after each *block* (`granularity=block`: an
     update whose `residual.branch` is `attention` does not end a block, so a
@@ -103,7 +104,9 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
              clEnumValN(::rewire::RewriteKind::denseformer, "denseformer",
                         "depth-weighted average of all earlier states"),
              clEnumValN(::rewire::RewriteKind::lpa, "lpa",
-                        "a readout through the shared head at every depth"))}]>,
+                        "a readout through the shared head at every depth"),
+             clEnumValN(::rewire::RewriteKind::laurel, "laurel",
+                        "learned scalars and a low-rank map on the state (LAuReL)"))}]>,
     Option<"granularity", "granularity", "::rewire::Granularity",
            "::rewire::Granularity::block",
            "Where ancre, denseformer and lpa attach",
@@ -147,6 +150,16 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     Option<"stopGradient", "stop-gradient", "bool", "false",
            "lpa: each block reads its input through nn.stop_gradient, so it "
            "is trained by its own depth's loss only (residual fitting)">,
+    Option<"laurelVariant", "laurel", "::rewire::LaurelVariant",
+           "::rewire::LaurelVariant::rwlr", "laurel: which LAuReL",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::LaurelVariant::rw, "rw",
+                        "alpha u + beta h, learned scalars"),
+             clEnumValN(::rewire::LaurelVariant::lr, "lr",
+                        "u + h + (h A) B, a low-rank map of the state"),
+             clEnumValN(::rewire::LaurelVariant::rwlr, "rw-lr", "both"))}]>,
+    Option<"laurelRank", "rank", "int64_t", "16",
+           "laurel lr / rw-lr: the rank r of A : [d, r], B : [r, d]">,
   ];
   let dependentDialects = [
     "::rewire::residual::ResidualDialect",
@@ -207,7 +220,15 @@ def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {
 
     Example: `residual.gated_add highway additive %h, %u, %w, %b` becomes
     `nn.add %h, (nn.mul (nn.sigmoid (nn.add (nn.matmul %h, %w), %b)), %u)`.
+
+    With `ops`, only the ops named are decomposed: the CPU and CUDA pipelines
+    decompose the forms that have no fused lowering (`residual.laurel`), so a
+    new form runs as soon as its decomposition exists.
   }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "decompose only these ops (e.g. residual.laurel; default: every stream op)">,
+  ];
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
 

@@ -18,8 +18,10 @@ using namespace mlir;
 namespace {
 struct ResidualDecomposePass
     : public rewire::impl::ResidualDecomposeBase<ResidualDecomposePass> {
+  using ResidualDecomposeBase::ResidualDecomposeBase;
   void runOnOperation() override {
-    if (failed(rewire::residual::decomposeStreamOps(getOperation())))
+    SmallVector<std::string> names(ops.begin(), ops.end());
+    if (failed(rewire::residual::decomposeStreamOps(getOperation(), names)))
       signalPassFailure();
   }
 };

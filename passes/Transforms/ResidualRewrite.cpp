@@ -10,6 +10,7 @@
 #include "passes/Transforms/Passes.h"
 #include "passes/Transforms/StreamForms.h"
 
+#include "dialects/nn/NNOps.h"
 #include "dialects/nn/NNParameters.h"
 #include "dialects/residual/ResidualOps.h"
 #include "rewire/Support/InitRules.h"
@@ -53,6 +54,8 @@ StringRef kindName(RewriteKind kind) {
     return "denseformer";
   case RewriteKind::lpa:
     return "lpa";
+  case RewriteKind::laurel:
+    return "laurel";
   }
   return "unknown";
 }
@@ -83,6 +86,7 @@ private:
   LogicalResult rewriteScale(residual::AddOp op, int64_t depth);
   LogicalResult rewriteGated(residual::AddOp op);
   LogicalResult rewriteNag(residual::AddOp op);
+  LogicalResult rewriteLaurel(residual::AddOp op);
 
   bool gated() const {
     return kind == RewriteKind::review || kind == RewriteKind::highway;
@@ -230,6 +234,55 @@ LogicalResult ResidualRewritePass::rewriteNag(residual::AddOp op) {
   return success();
 }
 
+LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
+  MLIRContext *ctx = &getContext();
+  auto stateType = op.getH().getType();
+  Type elt = stateType.getElementType();
+  auto scalarType = RankedTensorType::get({}, elt);
+  bool learnedScalars = laurelVariant != LaurelVariant::lr;
+  bool lowRank = laurelVariant != LaurelVariant::rw;
+  OpBuilder builder(op);
+  // RW: learned alpha, beta (1 keeps the function); LR alone fixes both at 1.
+  auto scalar = [&](StringRef name) -> FailureOr<Value> {
+    if (learnedScalars)
+      return addParameter(op, name, scalarType, constantInit(ctx, 1.0));
+    return Value(
+        nn::ConstantOp::create(builder, op.getLoc(), scalarType,
+                               DenseElementsAttr::get(scalarType, builder.getFloatAttr(elt, 1.0))));
+  };
+  FailureOr<Value> alpha = scalar("alpha"), beta = scalar("beta");
+  if (failed(alpha) || failed(beta))
+    return failure();
+  Value a, b;
+  if (lowRank) {
+    int64_t axis = cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
+    int64_t d = stateType.getDimSize(axis);
+    if (axis != stateType.getRank() - 1 || ShapedType::isDynamic(d))
+      return op.emitError() << "residual-rewrite: kind=laurel laurel="
+                            << (laurelVariant == LaurelVariant::lr ? "lr" : "rw-lr")
+                            << " needs a static feature axis last for its low-rank map (this "
+                               "update's is axis "
+                            << axis << " of " << stateType << "); use laurel=rw";
+    // B = 0: the low-rank term starts at 0 (the paper's init), A small.
+    auto pa = addParameter(op, "A", RankedTensorType::get({d, laurelRank}, elt),
+                           makeInit(ctx, nn::InitKind::normal, 0.0, 0.02));
+    auto pb = addParameter(op, "B", RankedTensorType::get({laurelRank, d}, elt),
+                           makeInit(ctx, nn::InitKind::zeros));
+    if (failed(pa) || failed(pb))
+      return failure();
+    a = *pa;
+    b = *pb;
+  }
+  builder.setInsertionPoint(op);
+  auto laurel =
+      residual::LaurelOp::create(builder, op.getLoc(), stateType, op.getH(), op.getU(), *alpha,
+                                 *beta, a, b, op.getAxis(), op.getStream(), op.getLayer());
+  laurel->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op.replaceAllUsesWith(laurel.getResult());
+  op.erase();
+  return success();
+}
+
 void ResidualRewritePass::runOnOperation() {
   ModuleOp module = getOperation();
   if (gated() && init == InitMode::identity && combine == Combine::convex) {
@@ -270,6 +323,11 @@ void ResidualRewritePass::runOnOperation() {
                        << kindName(kind);
     return signalPassFailure();
   }
+  if (kind == RewriteKind::laurel && laurelVariant != LaurelVariant::rw && laurelRank < 1) {
+    module.emitError() << "residual-rewrite: rank must be >= 1, got "
+                       << static_cast<int64_t>(laurelRank);
+    return signalPassFailure();
+  }
   if (!(eps > 0.0)) {
     module.emitError() << "residual-rewrite: eps must be positive, got "
                        << static_cast<double>(eps);
@@ -303,10 +361,11 @@ void ResidualRewritePass::runOnOperation() {
   });
 
   for (residual::AddOp op : adds) {
-    LogicalResult result =
-        kind == RewriteKind::nag ? rewriteNag(op)
-        : gated()                ? rewriteGated(op)
-                  : rewriteScale(op, depth[static_cast<int64_t>(op.getStream())]);
+    LogicalResult result = kind == RewriteKind::nag      ? rewriteNag(op)
+                           : kind == RewriteKind::laurel ? rewriteLaurel(op)
+                           : gated()
+                               ? rewriteGated(op)
+                               : rewriteScale(op, depth[static_cast<int64_t>(op.getStream())]);
     if (failed(result))
       return signalPassFailure();
   }

@@ -9,6 +9,7 @@
 // RUN: rewire-opt %s --residual-rewrite="kind=review init=identity" | FileCheck %s --check-prefix=REVIEW-ID
 // RUN: rewire-opt %s --residual-rewrite=kind=highway | FileCheck %s --check-prefix=HIGHWAY
 // RUN: rewire-opt %s --residual-rewrite="kind=highway highway-bias=-1" | FileCheck %s --check-prefix=HIGHWAY-B1
+// RUN: rewire-opt %s --residual-rewrite="kind=laurel laurel=rw" | FileCheck %s --check-prefix=LAUREL-RW
 // The rewritten IR verifies and round-trips.
 // RUN: rewire-opt %s --residual-rewrite=kind=review | rewire-opt | FileCheck %s --check-prefix=REVIEW
 
@@ -58,6 +59,11 @@
 // HIGHWAY-DAG: ml_program.global private @stream0.layer0.highway.b(#nn.init<constant(-2.000000e+00)>) : tensor<16xf32>
 
 // HIGHWAY-B1: ml_program.global private @stream0.layer0.highway.b(#nn.init<constant(-1.000000e+00)>) : tensor<16xf32>
+
+// LAUREL-RW-LABEL: func.func @block
+// LAUREL-RW: residual.laurel {{.*}} stream 0 layer 0 : tensor<2x8x16xf32>, tensor<f32>, tensor<f32>{{$}}
+// LAUREL-RW: residual.laurel {{.*}} axis 1 stream 1 layer 0 : tensor<1x4x3x3xf32>, tensor<f32>, tensor<f32>{{$}}
+// LAUREL-RW-DAG: ml_program.global private @stream1.layer0.laurel.beta(#nn.init<ones>) : tensor<f32>
 
 func.func @block(%h: tensor<2x8x16xf32>, %u0: tensor<2x8x16xf32>, %u1: tensor<2x8x16xf32>,
                  %x: tensor<1x4x3x3xf32>, %y: tensor<1x4x3x3xf32>) -> (tensor<2x8x16xf32>, tensor<1x4x3x3xf32>) {

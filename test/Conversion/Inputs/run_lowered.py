@@ -32,14 +32,17 @@ if NN:
     import nn_reference as ref  # noqa: E402,F811
 
 LOWERED = ("add", "scale_add", "gated_add", "mix", "tap", "nag_gate", "nag_add", "route threshold",
-           "route rate")
+           "route rate", "laurel")
 
 
 def main():
     opt, runner, libdir, work = sys.argv[1:5]
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(7)
-    convert = "convert-nn-to-linalg" if NN else "convert-residual-to-linalg"
+    # What the compiler runs (lib/Compiler/Pipelines.cpp): forms without a
+    # fused lowering (residual.laurel) through their decomposition.
+    convert = ("convert-nn-to-linalg" if NN else
+               "residual-decompose{ops=residual.laurel},convert-nn-to-linalg,convert-residual-to-linalg")
     bad = run = 0
     for i, (name, mlir, inputs, fn) in enumerate(ref.CASES):
         if not NN and not any(name == l or name.startswith(l + " ") for l in LOWERED):

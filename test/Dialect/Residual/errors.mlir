@@ -343,3 +343,35 @@ func.func @route_inf(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
   %0 = residual.route %m threshold 0x7FF0000000000000 : tensor<2x1xf32>
   return %0 : tensor<2x1xf32>
 }
+
+// -----
+
+func.func @laurel_vector_alpha(%h: tensor<2x8xf32>, %a: tensor<8xf32>, %b: tensor<f32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'alpha' must be a scalar (tensor<T> or tensor<1xT>), got 'tensor<8xf32>'}}
+  %0 = residual.laurel %h, %h, %a, %b stream 0 layer 0 : tensor<2x8xf32>, tensor<8xf32>, tensor<f32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @laurel_rank_mismatch(%h: tensor<2x8xf32>, %a: tensor<f32>, %A: tensor<8x4xf32>, %B: tensor<3x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{the low-rank map must be 'a' : [8, r] and 'b' : [r, 8], got 'tensor<8x4xf32>' and 'tensor<3x8xf32>'}}
+  %0 = residual.laurel %h, %h, %a, %a lowrank %A, %B stream 0 layer 0 : tensor<2x8xf32>, tensor<f32>, tensor<f32>, tensor<8x4xf32>, tensor<3x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @laurel_lowrank_axis(%h: tensor<2x8x3xf32>, %a: tensor<f32>, %A: tensor<8x4xf32>, %B: tensor<4x8xf32>) -> tensor<2x8x3xf32> {
+  // expected-error @+1 {{the low-rank map needs the feature axis last, got axis 1 of rank 3}}
+  %0 = residual.laurel %h, %h, %a, %a lowrank %A, %B axis 1 stream 0 layer 0 : tensor<2x8x3xf32>, tensor<f32>, tensor<f32>, tensor<8x4xf32>, tensor<4x8xf32>
+  return %0 : tensor<2x8x3xf32>
+}
+
+// -----
+
+func.func @laurel_half_lowrank(%h: tensor<2x8xf32>, %a: tensor<f32>, %A: tensor<8x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{the low-rank map needs both 'a' and 'b'}}
+  %0 = "residual.laurel"(%h, %h, %a, %a, %A) <{stream = 0 : i64, layer = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32>, tensor<f32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

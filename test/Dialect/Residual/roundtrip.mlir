@@ -17,6 +17,16 @@ func.func @add_nchw_dynamic(%h: tensor<?x64x8x8xf16>, %u: tensor<?x64x8x8xf16>) 
   return %0 : tensor<?x64x8x8xf16>
 }
 
+// CHECK-LABEL: func.func @laurel
+func.func @laurel(%h: tensor<2x8x64xf32>, %u: tensor<2x8x64xf32>, %a: tensor<f32>,
+                  %b: tensor<1xf32>, %A: tensor<64x16xf32>, %B: tensor<16x64xf32>) -> tensor<2x8x64xf32> {
+  // CHECK: residual.laurel %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} stream 0 layer 0 : tensor<2x8x64xf32>, tensor<f32>, tensor<1xf32>
+  %0 = residual.laurel %h, %u, %a, %b stream 0 layer 0 : tensor<2x8x64xf32>, tensor<f32>, tensor<1xf32>
+  // CHECK: residual.laurel {{.*}} lowrank %{{.*}}, %{{.*}} stream 0 layer 1 : tensor<2x8x64xf32>, tensor<f32>, tensor<1xf32>, tensor<64x16xf32>, tensor<16x64xf32>
+  %1 = residual.laurel %0, %u, %a, %b lowrank %A, %B stream 0 layer 1 : tensor<2x8x64xf32>, tensor<f32>, tensor<1xf32>, tensor<64x16xf32>, tensor<16x64xf32>
+  return %1 : tensor<2x8x64xf32>
+}
+
 // CHECK-LABEL: func.func @scale_add
 func.func @scale_add(%h: tensor<2x8x64xf32>, %u: tensor<2x8x64xf32>, %s: tensor<f32>,
                      %s1: tensor<1xf32>, %lam: tensor<64xf32>) -> tensor<2x8x64xf32> {

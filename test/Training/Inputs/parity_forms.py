@@ -57,6 +57,9 @@ def combine(form, q, x, u):
         return x + r * u
     if form == "highway":
         return x + torch.sigmoid(x @ q["W"] + q["b"]) * u
+    if form == "laurel":  # papers.md 6.3: alpha f(x) + beta x (+ B A x)
+        out = q["alpha"] * u + q["beta"] * x
+        return out + (x @ q["A"]) @ q["B"] if "A" in q else out
     raise ValueError(form)
 
 
@@ -213,10 +216,12 @@ def main():
     init = {k: v.clone() for k, v in net.state_dict().items()}
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     ok = True
-    for form in ("rezero", "layerscale", "review", "highway"):
-        rwx = os.path.join(work, form + ".rwx")
-        subprocess.run(["rewire-compile", model, "--residual=" + form, "-o", rwx], check=True)
-        values = read_safetensors(os.path.join(work, form + ".params.safetensors"))
+    for spec in ("rezero", "layerscale", "review", "highway", "laurel", "laurel:laurel=rw"):
+        form = spec.split(":")[0]
+        tag = spec.replace(":", "_").replace("=", "_")
+        rwx = os.path.join(work, tag + ".rwx")
+        subprocess.run(["rewire-compile", model, "--residual=" + spec, "-o", rwx], check=True)
+        values = read_safetensors(os.path.join(work, tag + ".params.safetensors"))
         prefix = "stream0.layer0.%s." % form
         q = {k[len(prefix):]: v.clone().requires_grad_(True) for k, v in values.items() if k.startswith(prefix)}
         q0 = {k: v.detach().clone() for k, v in q.items()}
@@ -232,9 +237,9 @@ def main():
                 return F.mse_loss(net.head(combine(form, qq, xb, u)), yt[p.batch_rows(step)])
             return p.train_steps(opt, loss_at)
         want = losses_from(init)
-        got = p.rewire_losses(work, model, form, ["--optimizer=sgd", "--lr=0.05", "--residual=" + form])
-        ok &= p.compare("%s (paper init; %s)" % (form, ", ".join(sorted(q))), got, want, 1e-4)
-        ok &= p.conditioned(form, losses_from, init, want, 1e-4)
+        got = p.rewire_losses(work, model, tag, ["--optimizer=sgd", "--lr=0.05", "--residual=" + spec])
+        ok &= p.compare("%s (paper init; %s)" % (spec, ", ".join(sorted(q))), got, want, 1e-4)
+        ok &= p.conditioned(spec, losses_from, init, want, 1e-4)
     ok &= deep_forms(work, x, y)
     ok &= lpa_parity(work, x, y)
     sys.exit(0 if ok else 1)
