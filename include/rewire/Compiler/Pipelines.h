@@ -8,7 +8,7 @@
 //   rewire-lower-to-linalg        nn/residual -> linalg on tensors, fused
 //   rewire-lower-to-llvm-dialect  linalg on tensors -> MLIR's LLVM dialect
 //   rewire-cpu-pipeline           both (rewire-compile --target=cpu)
-//   rewire-lower-to-gpu           linalg -> kernels + host (--target=cuda)
+//   rewire-lower-to-gpu           nn/residual -> kernels + host (--target=cuda)
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_COMPILER_PIPELINES_H
@@ -47,7 +47,7 @@ void buildEmulatorKernelPipeline(mlir::OpPassManager &pm);
 void registerPipelines();
 
 /// Runs the pipeline `build` makes on `module`, with pass timing when
-/// enabled (setPassTiming); `what` names it in errors.
+/// enabled (setPassTiming); the passes report their own errors.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module,
                                 llvm::function_ref<void(mlir::OpPassManager &)> build);
 
