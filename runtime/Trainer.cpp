@@ -142,6 +142,19 @@ TrainStatus Trainer::Impl::bind() {
                             " (first axis: examples)");
     return std::nullopt;
   };
+  // Inputs and targets of one set of examples: the model's shapes, as many.
+  auto fitsRows = [&](const Examples &ex, const std::string &xFlag,
+                      const std::string &yFlag) -> TrainStatus {
+    if (auto e = fits(ex.inputs, xi, xFlag.c_str()))
+      return e;
+    if (auto e = fits(ex.targets, ti, yFlag.c_str()))
+      return e;
+    if (ex.inputs.shape[0] != ex.targets.shape[0])
+      return trainError(TrainFailure::data,
+                        xFlag + " has " + std::to_string(ex.inputs.shape[0]) + " examples, " +
+                            yFlag + " " + std::to_string(ex.targets.shape[0]));
+    return std::nullopt;
+  };
   if (tokens) {
     if (xi.shape.size() != 2 || xi.dtype != DType::I64 || ti.dtype != DType::I64 ||
         ti.shape != xi.shape)
@@ -165,14 +178,8 @@ TrainStatus Trainer::Impl::bind() {
                                 " is outside the model's vocabulary of " + std::to_string(vocab));
     examples = (static_cast<int64_t>(data.tokens.size()) - 1) / seqLen; // windows
   } else {
-    if (auto e = fits(data.inputs, xi, "--inputs"))
+    if (auto e = fitsRows(data, "--inputs", "--targets"))
       return e;
-    if (auto e = fits(data.targets, ti, "--targets"))
-      return e;
-    if (data.inputs.shape[0] != data.targets.shape[0])
-      return trainError(TrainFailure::data,
-                        "--inputs has " + std::to_string(data.inputs.shape[0]) +
-                            " examples, --targets " + std::to_string(data.targets.shape[0]));
     examples = data.inputs.shape[0];
   }
   if (examples < batch)
@@ -186,14 +193,8 @@ TrainStatus Trainer::Impl::bind() {
     if (tokens && static_cast<int64_t>(val.tokens.size()) < seqLen + 1)
       return trainError(TrainFailure::data, "the validation tokens are fewer than one window");
     if (!tokens) {
-      if (auto e = fits(val.inputs, xi, "--val-inputs"))
+      if (auto e = fitsRows(val, "--val-inputs", "--val-targets"))
         return e;
-      if (auto e = fits(val.targets, ti, "--val-targets"))
-        return e;
-      if (val.inputs.shape[0] != val.targets.shape[0])
-        return trainError(TrainFailure::data,
-                          "--val-inputs has " + std::to_string(val.inputs.shape[0]) +
-                              " examples, --val-targets " + std::to_string(val.targets.shape[0]));
       if (val.inputs.shape[0] < batch)
         return trainError(TrainFailure::data,
                           "fewer validation examples (" + std::to_string(val.inputs.shape[0]) +
@@ -294,8 +295,7 @@ TrainStatus Trainer::Impl::loadInitialParameters() {
 }
 
 TrainStatus Trainer::Impl::syncHost() {
-  if (!model->isCuda())
-    return std::nullopt;
+  // A no-op where the host buffers are the state (Executable::pull).
   std::vector<void *> ptrs;
   for (HostTensor &t : in)
     ptrs.push_back(t.data.data());

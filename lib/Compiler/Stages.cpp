@@ -25,14 +25,13 @@ using namespace rewire::compiler;
 
 namespace {
 
-/// MLIR's spelling of an element type ("f32", "i64", "i1").
+/// MLIR's spelling of an element type ("f32", "ui8", "i1"): DType.h's names,
+/// which rewire-record-entry-points admitted.
 std::string dtypeOf(Type t) {
-  if (auto i = dyn_cast<IntegerType>(t))
-    return (i.isUnsigned() ? "ui" : "i") + std::to_string(i.getWidth());
-  if (t.isF32()) return "f32";
-  if (t.isF64()) return "f64";
-  if (t.isF16()) return "f16";
-  return "bf16"; // rewire-record-entry-points admits no other type
+  std::string spelling;
+  llvm::raw_string_ostream os(spelling);
+  t.print(os);
+  return spelling;
 }
 
 std::vector<TensorSpec> specsOf(ArrayAttr specs) {

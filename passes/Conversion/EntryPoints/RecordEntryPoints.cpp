@@ -8,6 +8,7 @@
 #include "passes/Conversion/Passes.h"
 
 #include "dialects/nn/NNParameters.h"
+#include "rewire/Support/DType.h"
 
 #include "llvm/ADT/BitVector.h"
 
@@ -21,17 +22,13 @@ using namespace rewire;
 
 namespace {
 
-/// Whether the runtime carries tensors of `t` (runtime/ArtifactMetadata.h).
+/// Whether the runtime carries tensors of `t`: its MLIR spelling is one of
+/// rewire/Support/DType.h's.
 bool isEntryElementType(Type t) {
-  if (t.isF32() || t.isF64() || t.isF16() || t.isBF16())
-    return true;
-  auto i = dyn_cast<IntegerType>(t);
-  if (!i)
-    return false;
-  unsigned w = i.getWidth();
-  if (i.isUnsigned())
-    return w == 8 || w == 16 || w == 32 || w == 64;
-  return i.isSignless() && (w == 1 || w == 8 || w == 16 || w == 32 || w == 64);
+  std::string spelling;
+  llvm::raw_string_ostream os(spelling);
+  t.print(os);
+  return rewire::parseDTypeName(spelling).has_value();
 }
 
 bool isEmptyTensor(Type t) {
