@@ -46,15 +46,6 @@ Value onFeatureAxisLast(ImplicitLocOpBuilder &b, Operation *op, ValueRange v, Bo
   return permute(body(moved), inverse);
 }
 
-/// x / sqrt(mean_d(x^2) + eps), per row.
-Value rmsNormalize(ImplicitLocOpBuilder &b, Value x, double eps) {
-  auto t = cast<RankedTensorType>(x.getType());
-  Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x),
-                                      b.getDenseI64ArrayAttr({lastAxis(x)}), b.getBoolAttr(true));
-  Value s = nn::SqrtOp::create(b, nn::AddOp::create(b, ms, nn::scalar(b, t.getElementType(), eps)));
-  return nn::DivOp::create(b, x, s);
-}
-
 /// rho = sqrt(mean_d(R^2)) per row (keepdims) and Rbar = R / rho.
 std::pair<Value, Value> normalizeRows(ImplicitLocOpBuilder &b, Value r) {
   Value rho = nn::SqrtOp::create(b, nn::ReduceMeanOp::create(b, nn::MulOp::create(b, r, r),
@@ -68,6 +59,14 @@ Value sumLast(ImplicitLocOpBuilder &b, Value x) {
 }
 
 } // namespace
+
+Value residual::rmsNormalize(ImplicitLocOpBuilder &b, Value x, double eps) {
+  auto t = cast<RankedTensorType>(x.getType());
+  Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x),
+                                      b.getDenseI64ArrayAttr({lastAxis(x)}), b.getBoolAttr(true));
+  Value s = nn::SqrtOp::create(b, nn::AddOp::create(b, ms, nn::scalar(b, t.getElementType(), eps)));
+  return nn::DivOp::create(b, x, s);
+}
 
 void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
                                           SmallVectorImpl<int64_t> &perm,
@@ -83,7 +82,10 @@ void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
 }
 
 ArrayRef<std::string> residual::unfusedStreamOps() {
-  static const std::string names[] = {LaurelOp::getOperationName().str()};
+  static const std::string names[] = {
+      LaurelOp::getOperationName().str(),       HyperExpandOp::getOperationName().str(),
+      HyperCoeffsOp::getOperationName().str(),  HyperReadOp::getOperationName().str(),
+      HyperWriteOp::getOperationName().str(),   HyperReduceOp::getOperationName().str()};
   return names;
 }
 

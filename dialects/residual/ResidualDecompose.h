@@ -31,6 +31,10 @@ void featureAxisLastPermutation(int64_t rank, int64_t axis,
                                 llvm::SmallVectorImpl<int64_t> &perm,
                                 llvm::SmallVectorImpl<int64_t> &inverse);
 
+/// `x / sqrt(mean(x^2) + eps)` over the last axis, per row (no gain): the
+/// `rms` of the dialect's conventions, in nn ops.
+mlir::Value rmsNormalize(mlir::ImplicitLocOpBuilder &b, mlir::Value x, double eps);
+
 /// The gate `r` of `op` in nn ops, on `h`, `u`, `weight`, `bias` (the op's
 /// operands or values of their types): `sigmoid(concat[rms(h), rms(u)] W +
 /// b)` for a review gate, `sigmoid(h W + b)` for a highway gate. The

@@ -24,7 +24,7 @@ def Residual_Dialect : Dialect {
     index (`layer`). The plain form (`residual.add`) is what detection raises
     standard adds into; the other ops are the learned and gated forms of the
     research literature (ReZero, LayerScale, Highway, Review Residuals,
-    DenseFormer, ANCRe, NAG, LPA).
+    DenseFormer, ANCRe, NAG, LPA, LAuReL, Hyper-Connections and mHC).
 
     Conventions shared by all ops:
     * The stream state is a ranked float tensor of rank >= 1. Its *feature
@@ -33,6 +33,12 @@ def Residual_Dialect : Dialect {
     * `rms(x) = x * rsqrt(mean_d(x^2) + eps)`, computed per row, no gain.
     * Weight matrices are stored input-major (`[in, out]`, so a gate is
       `x . W`), the layout of ONNX `MatMul`.
+    * A *hyper stream* (Hyper-Connections, mHC) carries `n` copies of the
+      state: its layout is the state's shape with a stream axis of size `n`
+      inserted before the feature axis, which must be the last
+      (`[..., n, d]`). `residual.hyper_expand` enters it, `hyper_read` gives
+      a branch its input, `hyper_write` is the update, `hyper_reduce` leaves
+      it; the ops verify the layout.
     * Learned operands are ordinary SSA values; in a model they come from the
       named parameters of the `nn` dialect (`ml_program.global`).
   }];
@@ -73,6 +79,16 @@ def Residual_RouteMode : I32EnumAttr<"RouteMode",
     "how Mixture-of-Depths routing picks the rows that skip a sublayer", [
       I32EnumAttrCase<"threshold", 0>,
       I32EnumAttrCase<"rate", 1>
+    ]> {
+  let cppNamespace = "::rewire::residual";
+}
+
+def Residual_HyperMap : I32EnumAttr<"HyperMap",
+    "how residual.hyper_coeffs turns the projected stream into coefficients", [
+      I32EnumAttrCase<"tanh", 0>,
+      I32EnumAttrCase<"sigmoid", 1>,
+      I32EnumAttrCase<"double_sigmoid", 2>,
+      I32EnumAttrCase<"sinkhorn", 3>
     ]> {
   let cppNamespace = "::rewire::residual";
 }

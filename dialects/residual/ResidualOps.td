@@ -357,4 +357,6 @@ def Residual_TapOp : Residual_StreamOp<"tap", [
   let assemblyFormat = !strconcat("$h (`name` $name^)? ", StreamAttrsFormat, " `:` type($result)");
 }
 
+include "dialects/residual/HyperOps.td"
+
 #endif // REWIRE_RESIDUAL_OPS_TD

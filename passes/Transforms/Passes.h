@@ -29,7 +29,9 @@ enum class RewriteKind {
   ancre,
   denseformer,
   lpa,
-  laurel
+  laurel,
+  hc,
+  mhc
 };
 /// Which updates a stream-level form (ANCRe, DenseFormer, LPA) attaches to.
 enum class Granularity { block, sublayer };

@@ -64,6 +64,8 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     | `denseformer` | `mix free` after each block | weight 1 on the block output | the same (exact) |
     | `lpa` | `tap` after each block + a readout per depth | no parameters | exact (adds outputs only) |
     | `laurel` | `laurel`: `alpha u + beta h (+ (h A) B)` (`laurel=rw|lr|rw-lr`, `rank`) | alpha = beta = 1, A ~ N(0, 0.02), B = 0 | the same (exact) |
+    | `hc` | `hyper_expand`, then per update `hyper_read` (H^pre) + `hyper_write` (H^res, H^post), `hyper_reduce` at the exit; `streams` n, `dynamic` | H^pre = e_(l mod n), H^res = I, H^post = 1; dynamic: alpha = `hc-alpha`, W = 0 | the same (exact) |
+    | `mhc` | the same with `hyper_coeffs` sigmoid / 2 sigmoid / Sinkhorn (`iters`) | alpha = `hc-alpha`, W = 0; H^post = 1, H^res = 1/n; H^pre = (n+1)/(2n) on stream l mod n, 1/(2n) on the others | the same (exact) |
 
     Stream-level forms attach after each *block* (`granularity=block`: an
     update whose `residual.branch` is `attention` does not end a block, so a
@@ -74,6 +76,15 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     each block reads its input through `nn.stop_gradient` (the readouts read
     the state itself), LPA's residual-fitting variant. rewire-train-step
     turns the readouts into a weighted per-depth loss.
+
+    Hyper-Connections (`hc`, `mhc`) turn a stream of plain residual adds
+    into `n` copies `[..., n, d]` (see the `residual` dialect): the first
+    state is copied, every reader of a state (the branch, and any other
+    reader) reads `H^pre . X`, and the readers of the last state read the
+    mean of the copies. They need the feature axis last and each update to
+    read the previous one directly (pre-LN); post-LN streams and projection
+    shortcuts are refused. Both initializations keep the function exactly:
+    while the copies are equal, a read whose weights sum to 1 is the state.
 
     `init=identity` makes the rewritten model compute exactly the original
     function at step 0; the convex combine cannot (r = 1 drops the state), and
@@ -106,7 +117,11 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
              clEnumValN(::rewire::RewriteKind::lpa, "lpa",
                         "a readout through the shared head at every depth"),
              clEnumValN(::rewire::RewriteKind::laurel, "laurel",
-                        "learned scalars and a low-rank map on the state (LAuReL)"))}]>,
+                        "learned scalars and a low-rank map on the state (LAuReL)"),
+             clEnumValN(::rewire::RewriteKind::hc, "hc",
+                        "n copies of the stream mixed by learned maps (Hyper-Connections)"),
+             clEnumValN(::rewire::RewriteKind::mhc, "mhc",
+                        "hyper-connections with doubly stochastic mixing (mHC))"))}]>,
     Option<"granularity", "granularity", "::rewire::Granularity",
            "::rewire::Granularity::block",
            "Where ancre, denseformer and lpa attach",
@@ -160,6 +175,14 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
              clEnumValN(::rewire::LaurelVariant::rwlr, "rw-lr", "both"))}]>,
     Option<"laurelRank", "rank", "int64_t", "16",
            "laurel lr / rw-lr: the rank r of A : [d, r], B : [r, d]">,
+    Option<"streams", "streams", "int64_t", "4",
+           "hc, mhc: the number of stream copies n (expansion rate)">,
+    Option<"hcDynamic", "dynamic", "bool", "true",
+           "hc: input-dependent coefficients (DHC); false: static ones (SHC)">,
+    Option<"sinkhornIters", "iters", "int64_t", "20",
+           "mhc: Sinkhorn rounds that make H^res doubly stochastic">,
+    Option<"hcAlpha", "hc-alpha", "double", "0.01",
+           "hc, mhc: initial gating factor alpha of the dynamic coefficients">,
   ];
   let dependentDialects = [
     "::rewire::residual::ResidualDialect",

@@ -19,6 +19,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 namespace rewire {
 #define GEN_PASS_DEF_RESIDUALREWRITE
 #include "passes/Transforms/Passes.h.inc"
@@ -56,6 +58,10 @@ StringRef kindName(RewriteKind kind) {
     return "lpa";
   case RewriteKind::laurel:
     return "laurel";
+  case RewriteKind::hc:
+    return "hc";
+  case RewriteKind::mhc:
+    return "mhc";
   }
   return "unknown";
 }
@@ -334,7 +340,32 @@ void ResidualRewritePass::runOnOperation() {
     return signalPassFailure();
   }
 
+  bool hyper = kind == RewriteKind::hc || kind == RewriteKind::mhc;
+  if (hyper && (streams < 1 || (kind == RewriteKind::mhc && sinkhornIters < 1))) {
+    module.emitError() << "residual-rewrite: streams and iters must be >= 1, got streams="
+                       << static_cast<int64_t>(streams)
+                       << " iters=" << static_cast<int64_t>(sinkhornIters);
+    return signalPassFailure();
+  }
+  if (hyper && !std::isfinite(static_cast<double>(hcAlpha))) {
+    module.emitError() << "residual-rewrite: hc-alpha must be finite";
+    return signalPassFailure();
+  }
+
   symbols.emplace(module);
+  if (hyper) {
+    HyperOptions options;
+    options.manifold = kind == RewriteKind::mhc;
+    options.dynamic = hcDynamic;
+    options.streams = streams;
+    options.sinkhornIters = sinkhornIters;
+    options.alphaInit = hcAlpha;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && func.getBody().hasOneBlock() &&
+          failed(addHyperConnections(func, *symbols, options)))
+        return signalPassFailure();
+    return;
+  }
   bool streamLevel = kind == RewriteKind::ancre ||
                      kind == RewriteKind::denseformer ||
                      kind == RewriteKind::lpa;

@@ -22,8 +22,8 @@ std::map<int64_t, SmallVector<Operation *>>
 rewire::collectStreamUpdates(func::FuncOp func) {
   std::map<int64_t, SmallVector<Operation *>> streams;
   func.walk([&](residual::StreamOpInterface op) {
-    if (isa<residual::AddOp, residual::ScaleAddOp, residual::GatedAddOp,
-            residual::NagAddOp>(op.getOperation()))
+    if (isa<residual::AddOp, residual::ScaleAddOp, residual::GatedAddOp, residual::NagAddOp,
+            residual::LaurelOp, residual::HyperWriteOp>(op.getOperation()))
       streams[op.getStreamId()].push_back(op.getOperation());
   });
   return streams;

@@ -2,7 +2,7 @@
 //
 // Internal to the transforms library: the stream view shared by the passes
 // (updates of a stream in order, grouped into blocks) and the stream-level
-// rewrites of residual-rewrite (ANCRe, DenseFormer, LPA).
+// rewrites of residual-rewrite (ANCRe, DenseFormer, LPA, Hyper-Connections).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_PASSES_TRANSFORMS_STREAMFORMS_H
@@ -18,8 +18,8 @@
 
 namespace rewire {
 
-/// The updates (residual.add, scale_add, gated_add, nag_add) of each stream
-/// of `func`, in program order.
+/// The updates (residual.add, scale_add, gated_add, nag_add, laurel,
+/// hyper_write) of each stream of `func`, in program order.
 std::map<int64_t, llvm::SmallVector<mlir::Operation *>>
 collectStreamUpdates(mlir::func::FuncOp func);
 
@@ -48,6 +48,24 @@ mlir::LogicalResult addDepthMixes(mlir::func::FuncOp func,
 mlir::LogicalResult addDepthReadouts(mlir::func::FuncOp func,
                                      Granularity granularity,
                                      bool stopGradient = false);
+
+/// What residual-rewrite kind=hc|mhc builds (HyperConnections.cpp).
+struct HyperOptions {
+  bool manifold = false; ///< mHC (sigmoid, 2 sigmoid, Sinkhorn) instead of HC.
+  bool dynamic = true;   ///< HC: input-dependent coefficients (DHC); mHC always is.
+  int64_t streams = 4;   ///< n.
+  int64_t sinkhornIters = 20;
+  double alphaInit = 0.01; ///< The dynamic parts' gating factors.
+};
+
+/// Turns every stream of plain residual adds of `func` into a hyper stream
+/// of `options.streams` copies (Hyper-Connections or mHC, papers.md 6.1 and
+/// 6.2), initialized so that the function is unchanged. Fails, with the
+/// reason on the op, for a stream that cannot be rewritten: updates other
+/// than residual.add, a feature axis that is not last, a state that reaches
+/// the next update through another op (post-LN, projection shortcuts).
+mlir::LogicalResult addHyperConnections(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
+                                        const HyperOptions &options);
 
 } // namespace rewire
 

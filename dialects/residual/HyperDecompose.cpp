@@ -1,0 +1,124 @@
+//===- HyperDecompose.cpp - Hyper stream ops in nn ops --------------------===//
+//
+// StreamOpInterface::decompose of the hyper stream ops (HyperOps.td): the
+// one definition of Hyper-Connections' and mHC's arithmetic (papers.md 6.1,
+// 6.2), which differentiation, the ONNX export and the CPU and CUDA
+// pipelines use.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/residual/ResidualDecompose.h"
+
+#include "dialects/nn/NNDecompose.h"
+#include "dialects/nn/NNOps.h"
+
+using namespace mlir;
+using namespace rewire;
+using namespace rewire::residual;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+int64_t rankOf(Value v) { return typeOf(v).getRank(); }
+
+Value reshape(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> shape) {
+  return nn::ReshapeOp::create(b, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+}
+
+Value unsqueezeLast(ImplicitLocOpBuilder &b, Value x) {
+  return nn::UnsqueezeOp::create(b, x, b.getDenseI64ArrayAttr({rankOf(x)}));
+}
+
+Value sumOver(ImplicitLocOpBuilder &b, Value x, int64_t axis, bool keep) {
+  return nn::ReduceSumOp::create(b, x, b.getDenseI64ArrayAttr({axis}), b.getBoolAttr(keep));
+}
+
+
+/// Sinkhorn's `iters` rounds on exp(z - max z): rows, then columns, to sum 1.
+Value sinkhorn(ImplicitLocOpBuilder &b, Value z, int64_t iters) {
+  int64_t rank = rankOf(z);
+  Value top = nn::ReduceMaxOp::create(b, z, b.getDenseI64ArrayAttr({rank - 2, rank - 1}),
+                                      b.getBoolAttr(true));
+  // The result does not depend on the shift: no gradient flows through it.
+  Value m = nn::ExpOp::create(b, nn::SubOp::create(b, z, nn::StopGradientOp::create(b, top)));
+  for (int64_t i = 0; i < iters; ++i) {
+    m = nn::DivOp::create(b, m, sumOver(b, m, rank - 1, true));
+    m = nn::DivOp::create(b, m, sumOver(b, m, rank - 2, true));
+  }
+  return m;
+}
+
+} // namespace
+
+/// [..., d] -> [..., n, d]: n copies along a new stream axis.
+FailureOr<Value> HyperExpandOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  int64_t n = getStreams();
+  Value h = nn::UnsqueezeOp::create(b, v[0], b.getDenseI64ArrayAttr({rankOf(v[0]) - 1}));
+  if (n == 1)
+    return h;
+  return Value(nn::ConcatOp::create(b, typeOf(getResult()), SmallVector<Value>(n, h),
+                                    b.getI64IntegerAttr(rankOf(v[0]) - 1)));
+}
+
+/// HC: alpha tanh(rms(X) W) + b, per stream; mHC: alpha (rms(flat X) W) + b
+/// through sigmoid, 2 sigmoid or Sinkhorn(exp(.)).
+FailureOr<Value> HyperCoeffsOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  Value x = v[0], alpha = v[1], w = v[2], bias = v[3];
+  auto xt = typeOf(x);
+  auto rt = typeOf(getResult());
+  Type elt = xt.getElementType();
+  double eps = getEps().convertToDouble();
+  if (alpha.getType() != RankedTensorType::get({}, elt))
+    alpha = reshape(b, alpha, {});
+  if (getMap() == HyperMap::tanh) {
+    // [..., n, d] . [d, k] -> [..., n, k]; k = 1 drops the unit axis.
+    Value z = nn::MatMulOp::create(b, rmsNormalize(b, x, eps), w);
+    if (typeOf(z).getShape() != rt.getShape())
+      z = nn::SqueezeOp::create(b, rt, z, b.getDenseI64ArrayAttr({rankOf(z) - 1}));
+    return Value(nn::AddOp::create(b, nn::MulOp::create(b, alpha, nn::TanhOp::create(b, z)), bias));
+  }
+  ArrayRef<int64_t> shape = xt.getShape();
+  SmallVector<int64_t> flat(shape.drop_back(2));
+  int64_t n = shape[shape.size() - 2];
+  flat.push_back(n * shape.back());
+  Value z = nn::MatMulOp::create(b, rmsNormalize(b, reshape(b, x, flat), eps), w);
+  if (typeOf(z).getShape() != rt.getShape())
+    z = reshape(b, z, rt.getShape()); // [..., n * n] -> [..., n, n]
+  z = nn::AddOp::create(b, nn::MulOp::create(b, alpha, z), bias);
+  switch (getMap()) {
+  case HyperMap::sigmoid:
+    return Value(nn::SigmoidOp::create(b, z));
+  case HyperMap::double_sigmoid:
+    return Value(nn::MulOp::create(b, nn::scalar(b, elt, 2.0), nn::SigmoidOp::create(b, z)));
+  case HyperMap::sinkhorn:
+    return sinkhorn(b, z, *getIters());
+  case HyperMap::tanh:
+    break;
+  }
+  return emitOpError("unknown map");
+}
+
+/// sum_i pre_i X_i over the stream axis.
+FailureOr<Value> HyperReadOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  Value weighted = nn::MulOp::create(b, unsqueezeLast(b, v[1]), v[0]);
+  return sumOver(b, weighted, rankOf(v[0]) - 2, false);
+}
+
+/// res . X + post^T u.
+FailureOr<Value> HyperWriteOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  Value x = v[0], u = v[1], post = v[2], res = v[3];
+  Value mixed = nn::MatMulOp::create(b, res, x); // [.., n, n] . [.., n, d]
+  Value added = nn::MulOp::create(
+      b, unsqueezeLast(b, post),
+      nn::UnsqueezeOp::create(b, u, b.getDenseI64ArrayAttr({rankOf(u) - 1})));
+  Value out = nn::AddOp::create(b, mixed, added);
+  if (out.getType() != x.getType()) // a static [n, n] res against dynamic batch dims
+    return emitOpError("internal error: the decomposition's type ") << out.getType();
+  return out;
+}
+
+/// The mean over the stream axis.
+FailureOr<Value> HyperReduceOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  return Value(nn::ReduceMeanOp::create(b, v[0], b.getDenseI64ArrayAttr({rankOf(v[0]) - 2}),
+                                        b.getBoolAttr(false)));
+}
