@@ -81,8 +81,7 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   OpPassManager &fn = pm.nest<func::FuncOp>();
   // Forms without a fused lowering run as their decomposition.
   ResidualDecomposeOptions unfused;
-  for (const std::string &name : residual::unfusedStreamOps())
-    unfused.ops.push_back(name);
+  unfused.unfused = true;
   fn.addPass(rewire::createResidualDecompose(unfused));
   fn.addPass(rewire::createConvertNNToLinalg(ConvertNNToLinalgOptions{/*scatterAsReduction=*/options.cuda}));
   fn.addPass(rewire::createConvertResidualToLinalg());

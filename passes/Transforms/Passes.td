@@ -234,7 +234,7 @@ def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {
   let summary = "Write every residual stream op as the nn ops it stands for";
   let description = [{
     Replaces each stream op (`residual.add`, `scale_add`, `gated_add`, `mix`,
-    `nag_gate`, `nag_add`, `tap`) by its decomposition into nn ops
+    `nag_gate`, `nag_add`, `tap`, `laurel`, the `hyper_*` ops) by its decomposition into nn ops
     (`StreamOpInterface::decompose`, dialects/residual/ResidualDecompose.cpp),
     the one definition of each form's arithmetic that differentiation and the
     ONNX export use too. `residual.route` (Mixture-of-Depths) stays. The
@@ -244,11 +244,14 @@ def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {
     Example: `residual.gated_add highway additive %h, %u, %w, %b` becomes
     `nn.add %h, (nn.mul (nn.sigmoid (nn.add (nn.matmul %h, %w), %b)), %u)`.
 
-    With `ops`, only the ops named are decomposed: the CPU and CUDA pipelines
-    decompose the forms that have no fused lowering (`residual.laurel`), so a
-    new form runs as soon as its decomposition exists.
+    With `ops`, only the ops named are decomposed; with `unfused`, the forms
+    that have no fused lowering (`residual.laurel` and the hyper stream ops,
+    `residual::unfusedStreamOps()`), which is what the CPU and CUDA pipelines
+    do, so a new form runs as soon as its decomposition exists.
   }];
   let options = [
+    Option<"unfused", "unfused", "bool", "false",
+           "decompose only the forms without a fused lowering">,
     ListOption<"ops", "ops", "std::string",
                "decompose only these ops (e.g. residual.laurel; default: every stream op)">,
   ];

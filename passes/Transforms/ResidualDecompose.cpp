@@ -21,6 +21,13 @@ struct ResidualDecomposePass
   using ResidualDecomposeBase::ResidualDecomposeBase;
   void runOnOperation() override {
     SmallVector<std::string> names(ops.begin(), ops.end());
+    if (unfused) {
+      if (!names.empty()) {
+        getOperation().emitError("residual-decompose: give 'ops' or 'unfused', not both");
+        return signalPassFailure();
+      }
+      llvm::append_range(names, rewire::residual::unfusedStreamOps());
+    }
     if (failed(rewire::residual::decomposeStreamOps(getOperation(), names)))
       signalPassFailure();
   }

@@ -104,6 +104,31 @@ Update describe(residual::StreamOpInterface op) {
                                  route.getValue().convertToDouble())
                        .str();
       })
+      .Case([&](residual::HyperExpandOp e) {
+        u.kind = llvm::formatv("hyper expand ({0} streams)", e.getStreams()).str();
+      })
+      .Case([&](residual::HyperCoeffsOp c) {
+        auto x = c.getX().getType();
+        int64_t n = x.getShape().drop_back().back();
+        auto w = c.getWeight().getType();
+        int64_t rows = c.getMap() == residual::HyperMap::tanh ? n : 1; // per-stream W
+        u.kind = ("hyper coeffs " + residual::stringifyHyperMap(c.getMap())).str();
+        u.flops = rows * 2 * w.getDimSize(0) * w.getDimSize(1) + 3 * n * d +
+                  (c.getIters() ? 4 * n * n * static_cast<int64_t>(*c.getIters()) : 0);
+      })
+      .Case([&](residual::HyperReadOp r) {
+        u.kind = "hyper read (H^pre)";
+        u.flops = 2 * r.getX().getType().getShape().drop_back().back() * d;
+      })
+      .Case([&](residual::HyperWriteOp w) {
+        int64_t n = w.getX().getType().getShape().drop_back().back();
+        u.kind = "hyper write (H^res, H^post)";
+        u.flops = 2 * n * n * d + 2 * n * d;
+      })
+      .Case([&](residual::HyperReduceOp r) {
+        u.kind = "hyper reduce (mean)";
+        u.flops = r.getX().getType().getShape().drop_back().back() * d;
+      })
       .Case([&](residual::TapOp) { u.kind = "tap"; })
       .Default([&](Operation *) { u.kind = "other"; });
   return u;

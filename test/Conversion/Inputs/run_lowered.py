@@ -32,7 +32,8 @@ if NN:
     import nn_reference as ref  # noqa: E402,F811
 
 LOWERED = ("add", "scale_add", "gated_add", "mix", "tap", "nag_gate", "nag_add", "route threshold",
-           "route rate", "laurel")
+           "route rate", "laurel", "hyper_expand", "hyper_coeffs", "hyper_read", "hyper_write",
+           "hyper_reduce")
 
 
 def main():
@@ -40,9 +41,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(7)
     # What the compiler runs (lib/Compiler/Pipelines.cpp): forms without a
-    # fused lowering (residual.laurel) through their decomposition.
+    # fused lowering (residual.laurel, the hyper stream ops) through their
+    # decomposition.
     convert = ("convert-nn-to-linalg" if NN else
-               "residual-decompose{ops=residual.laurel},convert-nn-to-linalg,convert-residual-to-linalg")
+               "residual-decompose{unfused=true},convert-nn-to-linalg,convert-residual-to-linalg")
     bad = run = 0
     for i, (name, mlir, inputs, fn) in enumerate(ref.CASES):
         if not NN and not any(name == l or name.startswith(l + " ") for l in LOWERED):

@@ -46,6 +46,17 @@ def case(name, op_line, inputs, out_shape, ref):
 
 S = [B, T, D]
 C = 4
+N = 4  # hyper streams
+XS = [B, T, N, D]
+
+
+def sinkhorn_ref(z, iters):
+    """exp(z), then `iters` rounds of rows and columns normalized to sum 1."""
+    m = np.exp(z - z.max(axis=(-2, -1), keepdims=True))
+    for _ in range(iters):
+        m = m / m.sum(-1, keepdims=True)
+        m = m / m.sum(-2, keepdims=True)
+    return m
 CASES = [
     case("add", "residual.add %h, %u stream 0 layer 0 : $T".replace("$T", t(S)),
          [("h", S), ("u", S)], S, lambda h, u: h + u),
@@ -120,6 +131,48 @@ CASES = [
          "residual.laurel %h, %u, %a, %c lowrank %A, %Bm stream 0 layer 0 : $T, tensor<f32>, tensor<1xf32>, tensor<16x4xf32>, tensor<4x16xf32>".replace("$T", t(S)),
          [("h", S), ("u", S), ("a", []), ("c", [1]), ("A", [D, 4]), ("Bm", [4, D])], S,
          lambda h, u, a, c, A, Bm: a * u + c * h + (h @ A) @ Bm),
+    # Hyper-Connections / mHC (papers.md 6.1, 6.2): n = 4 copies [B, T, n, D].
+    case("hyper_expand (4 streams)",
+         "residual.hyper_expand %h stream 0 layer 0 : $T -> $X".replace("$T", t(S)).replace("$X", t(XS)),
+         [("h", S)], XS, lambda h: np.repeat(h[:, :, None, :], N, 2)),
+    case("hyper_coeffs tanh, per stream (HC H^pre)",
+         "residual.hyper_coeffs tanh %X, %a, %W, %b stream 0 layer 0 : $X, tensor<f32>, tensor<16x1xf32>, tensor<4xf32> -> tensor<2x5x4xf32>".replace("$X", t(XS)),
+         [("X", XS), ("a", []), ("W", [D, 1]), ("b", [N])], [B, T, N],
+         lambda X, a, W, b: a * np.tanh(rms(X, 1e-6) @ W)[..., 0] + b),
+    case("hyper_coeffs tanh, n x n (HC H^res)",
+         "residual.hyper_coeffs tanh %X, %a, %W, %b stream 0 layer 0 : $X, tensor<1xf32>, tensor<16x4xf32>, tensor<4x4xf32> -> tensor<2x5x4x4xf32>".replace("$X", t(XS)),
+         [("X", XS), ("a", [1]), ("W", [D, N]), ("b", [N, N])], [B, T, N, N],
+         lambda X, a, W, b: a * np.tanh(rms(X, 1e-6) @ W) + b),
+    case("hyper_coeffs sigmoid (mHC H^pre)",
+         "residual.hyper_coeffs sigmoid %X, %a, %W, %b stream 0 layer 0 : $X, tensor<f32>, tensor<64x4xf32>, tensor<4xf32> -> tensor<2x5x4xf32>".replace("$X", t(XS)),
+         [("X", XS), ("a", []), ("W", [N * D, N]), ("b", [N])], [B, T, N],
+         lambda X, a, W, b: sig(a * (rms(X.reshape(B, T, N * D), 1e-6) @ W) + b)),
+    case("hyper_coeffs double_sigmoid (mHC H^post, eps 1e-5)",
+         "residual.hyper_coeffs double_sigmoid %X, %a, %W, %b eps 1.0e-5 stream 0 layer 0 : $X, tensor<f32>, tensor<64x4xf32>, tensor<4xf32> -> tensor<2x5x4xf32>".replace("$X", t(XS)),
+         [("X", XS), ("a", []), ("W", [N * D, N]), ("b", [N])], [B, T, N],
+         lambda X, a, W, b: 2 * sig(a * (rms(X.reshape(B, T, N * D), 1e-5) @ W) + b)),
+    case("hyper_coeffs sinkhorn 20 iters (mHC H^res)",
+         "residual.hyper_coeffs sinkhorn %X, %a, %W, %b iters 20 stream 0 layer 0 : $X, tensor<f32>, tensor<64x16xf32>, tensor<4x4xf32> -> tensor<2x5x4x4xf32>".replace("$X", t(XS)),
+         [("X", XS), ("a", []), ("W", [N * D, N * N]), ("b", [N, N])], [B, T, N, N],
+         lambda X, a, W, b: sinkhorn_ref(
+             a * (rms(X.reshape(B, T, N * D), 1e-6) @ W).reshape(B, T, N, N) + b, 20)),
+    case("hyper_read static",
+         "residual.hyper_read %X, %p stream 0 layer 0 : $X, tensor<4xf32> -> $T".replace("$X", t(XS)).replace("$T", t(S)),
+         [("X", XS), ("p", [N])], S, lambda X, p: np.einsum("btnd,n->btd", X, p)),
+    case("hyper_read per token",
+         "residual.hyper_read %X, %p stream 0 layer 0 : $X, tensor<2x5x4xf32> -> $T".replace("$X", t(XS)).replace("$T", t(S)),
+         [("X", XS), ("p", [B, T, N])], S, lambda X, p: np.einsum("btnd,btn->btd", X, p)),
+    case("hyper_write static",
+         "residual.hyper_write %X, %u, %q, %c stream 0 layer 0 : $X, $T, tensor<4xf32>, tensor<4x4xf32>".replace("$X", t(XS)).replace("$T", t(S)),
+         [("X", XS), ("u", S), ("q", [N]), ("c", [N, N])], XS,
+         lambda X, u, q, r: np.einsum("ij,btjd->btid", r, X) + q[:, None] * u[:, :, None, :]),
+    case("hyper_write per token",
+         "residual.hyper_write %X, %u, %q, %c stream 0 layer 0 : $X, $T, tensor<2x5x4xf32>, tensor<2x5x4x4xf32>".replace("$X", t(XS)).replace("$T", t(S)),
+         [("X", XS), ("u", S), ("q", [B, T, N]), ("c", [B, T, N, N])], XS,
+         lambda X, u, q, r: np.einsum("btij,btjd->btid", r, X) + q[..., None] * u[:, :, None, :]),
+    case("hyper_reduce",
+         "residual.hyper_reduce %X stream 0 layer 0 : $X -> $T".replace("$X", t(XS)).replace("$T", t(S)),
+         [("X", XS)], S, lambda X: X.mean(2)),
     case("route threshold 0.5",
          "residual.route %m threshold 0.5 : tensor<2x5x1xf32>",
          [("m", [B, T, 1])], [B, T, 1], lambda m: np.where(m < 0.5, 0.0, m)),
