@@ -375,3 +375,139 @@ func.func @laurel_half_lowrank(%h: tensor<2x8xf32>, %a: tensor<f32>, %A: tensor<
   %0 = "residual.laurel"(%h, %h, %a, %a, %A) <{stream = 0 : i64, layer = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32>, tensor<f32>, tensor<8x4xf32>) -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// -----
+
+func.func @hyper_expand_shape(%h: tensor<2x8xf32>) -> tensor<2x4x9xf32> {
+  // expected-error @+1 {{result must be 'h' : 'tensor<2x8xf32>' with a stream axis before its feature axis ([2, 4, 8]), got 'tensor<2x4x9xf32>'}}
+  %0 = residual.hyper_expand %h stream 0 layer 0 : tensor<2x8xf32> -> tensor<2x4x9xf32>
+  return %0 : tensor<2x4x9xf32>
+}
+
+// -----
+
+func.func @hyper_axis(%h: tensor<2x8xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{a hyper stream needs the feature axis last (axis -1 or 1), got axis 0}}
+  %0 = residual.hyper_expand %h axis 0 stream 0 layer 0 : tensor<2x8xf32> -> tensor<2x4x8xf32>
+  return %0 : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @hyper_dynamic_streams(%X: tensor<2x?x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{hyper stream 'X' : 'tensor<2x?x8xf32>' needs a static stream count n >= 1 (its second-to-last dimension)}}
+  %0 = residual.hyper_reduce %X stream 0 layer 0 : tensor<2x?x8xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @hyper_rank1(%X: tensor<8xf32>, %p: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{hyper stream 'X' must be [..., n, d] (rank >= 2), got 'tensor<8xf32>'}}
+  %0 = residual.hyper_read %X, %p stream 0 layer 0 : tensor<8xf32>, tensor<4xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @hyper_read_pre(%X: tensor<2x4x8xf32>, %p: tensor<3xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'pre' must be [4] or [2, 4] for the hyper stream 'tensor<2x4x8xf32>', got 'tensor<3xf32>'}}
+  %0 = residual.hyper_read %X, %p stream 0 layer 0 : tensor<2x4x8xf32>, tensor<3xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @hyper_read_result(%X: tensor<2x4x8xf32>, %p: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{result must be [2, 8] of 'f32', got 'tensor<2x4xf32>'}}
+  %0 = residual.hyper_read %X, %p stream 0 layer 0 : tensor<2x4x8xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @hyper_write_u(%X: tensor<2x4x8xf32>, %u: tensor<2x4x8xf32>, %q: tensor<4xf32>, %r: tensor<4x4xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'u' must be the hyper stream 'tensor<2x4x8xf32>' without its stream axis ([2, 8]), got 'tensor<2x4x8xf32>'}}
+  %0 = residual.hyper_write %X, %u, %q, %r stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<4xf32>, tensor<4x4xf32>
+  return %0 : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @hyper_write_res(%X: tensor<2x4x8xf32>, %u: tensor<2x8xf32>, %q: tensor<4xf32>, %r: tensor<4xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'res' must be [4, 4] or [2, 4, 4] for the hyper stream 'tensor<2x4x8xf32>', got 'tensor<4xf32>'}}
+  %0 = residual.hyper_write %X, %u, %q, %r stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @hyper_write_element(%X: tensor<2x4x8xf32>, %u: tensor<2x8xf32>, %q: tensor<4xf16>, %r: tensor<4x4xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'post' element type 'f16' must match the hyper stream's 'f32'}}
+  %0 = residual.hyper_write %X, %u, %q, %r stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<4xf16>, tensor<4x4xf32>
+  return %0 : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_weight(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'weight' must be [n * d, n] = [32, 4] for map sigmoid, got 'tensor<8x4xf32>'}}
+  %0 = residual.hyper_coeffs sigmoid %X, %a, %w, %b stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<8x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_tanh_weight(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<8x3xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'weight' must be [d, 1 or n] = [8, 4] or [8, 1] for map tanh, got 'tensor<8x3xf32>'}}
+  %0 = residual.hyper_coeffs tanh %X, %a, %w, %b stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<8x3xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_iters(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<32x16xf32>, %b: tensor<4x4xf32>) -> tensor<2x4x4xf32> {
+  // expected-error @+1 {{map sinkhorn needs 'iters'}}
+  %0 = residual.hyper_coeffs sinkhorn %X, %a, %w, %b stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<32x16xf32>, tensor<4x4xf32> -> tensor<2x4x4xf32>
+  return %0 : tensor<2x4x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_iters_other(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<32x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'iters' applies only to map sinkhorn}}
+  %0 = residual.hyper_coeffs sigmoid %X, %a, %w, %b iters 3 stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_bias(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<32x16xf32>, %b: tensor<4xf32>) -> tensor<2x4x4xf32> {
+  // expected-error @+1 {{'bias' must be [4, 4], got 'tensor<4xf32>'}}
+  %0 = residual.hyper_coeffs sinkhorn %X, %a, %w, %b iters 2 stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<32x16xf32>, tensor<4xf32> -> tensor<2x4x4xf32>
+  return %0 : tensor<2x4x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_alpha(%X: tensor<2x4x8xf32>, %a: tensor<2xf32>, %w: tensor<32x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'alpha' must be a scalar (tensor<T> or tensor<1xT>), got 'tensor<2xf32>'}}
+  %0 = residual.hyper_coeffs sigmoid %X, %a, %w, %b stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2xf32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_eps(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<32x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{eps must be positive, got 0}}
+  %0 = residual.hyper_coeffs sigmoid %X, %a, %w, %b eps 0.0 stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @hyper_coeffs_result(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tensor<32x4xf32>, %b: tensor<4xf32>) -> tensor<2x4x4xf32> {
+  // expected-error @+1 {{result must be [2, 4] of 'f32', got 'tensor<2x4x4xf32>'}}
+  %0 = residual.hyper_coeffs sigmoid %X, %a, %w, %b stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x4x4xf32>
+  return %0 : tensor<2x4x4xf32>
+}

@@ -109,3 +109,30 @@ func.func @route(%m: tensor<2x8x1xf32>) -> (tensor<2x8x1xf32>, tensor<2x8x1xf32>
   %1 = residual.route %m rate 0.25 : tensor<2x8x1xf32>
   return %0, %1 : tensor<2x8x1xf32>, tensor<2x8x1xf32>
 }
+
+// CHECK-LABEL: func.func @hyper
+func.func @hyper(%h: tensor<2x8x64xf32>, %u: tensor<2x8x64xf32>, %a: tensor<f32>, %wp: tensor<256x4xf32>,
+                 %wr: tensor<256x16xf32>, %wt: tensor<64x1xf32>, %b: tensor<4xf32>, %bb: tensor<4x4xf32>)
+    -> tensor<2x8x64xf32> {
+  // CHECK: residual.hyper_expand %{{.*}} stream 0 layer 0 : tensor<2x8x64xf32> -> tensor<2x8x4x64xf32>
+  %X = residual.hyper_expand %h stream 0 layer 0 : tensor<2x8x64xf32> -> tensor<2x8x4x64xf32>
+  // CHECK: residual.hyper_coeffs sigmoid {{.*}} stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<f32>, tensor<256x4xf32>, tensor<4xf32> -> tensor<2x8x4xf32>
+  %pre = residual.hyper_coeffs sigmoid %X, %a, %wp, %b stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<f32>, tensor<256x4xf32>, tensor<4xf32> -> tensor<2x8x4xf32>
+  // CHECK: residual.hyper_coeffs double_sigmoid {{.*}} eps 1.000000e-05 stream 0 layer 0
+  %post = residual.hyper_coeffs double_sigmoid %X, %a, %wp, %b eps 1.0e-5 stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<f32>, tensor<256x4xf32>, tensor<4xf32> -> tensor<2x8x4xf32>
+  // CHECK: residual.hyper_coeffs sinkhorn {{.*}} iters 20 stream 0 layer 0 : {{.*}} -> tensor<2x8x4x4xf32>
+  %res = residual.hyper_coeffs sinkhorn %X, %a, %wr, %bb iters 20 stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<f32>, tensor<256x16xf32>, tensor<4x4xf32> -> tensor<2x8x4x4xf32>
+  // CHECK: residual.hyper_coeffs tanh {{.*}} : tensor<2x8x4x64xf32>, tensor<f32>, tensor<64x1xf32>, tensor<4xf32> -> tensor<2x8x4xf32>
+  %tp = residual.hyper_coeffs tanh %X, %a, %wt, %b stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<f32>, tensor<64x1xf32>, tensor<4xf32> -> tensor<2x8x4xf32>
+  // CHECK: residual.hyper_read {{.*}} : tensor<2x8x4x64xf32>, tensor<2x8x4xf32> -> tensor<2x8x64xf32>
+  %x = residual.hyper_read %X, %pre stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<2x8x4xf32> -> tensor<2x8x64xf32>
+  // CHECK: residual.hyper_read {{.*}} : tensor<2x8x4x64xf32>, tensor<4xf32> -> tensor<2x8x64xf32>
+  %x2 = residual.hyper_read %X, %b stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<4xf32> -> tensor<2x8x64xf32>
+  // CHECK: residual.hyper_write {{.*}} stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<2x8x4xf32>, tensor<2x8x4x4xf32>
+  %X1 = residual.hyper_write %X, %u, %post, %res stream 0 layer 0 : tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<2x8x4xf32>, tensor<2x8x4x4xf32>
+  // CHECK: residual.hyper_write {{.*}} stream 0 layer 1 : tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<4xf32>, tensor<4x4xf32>
+  %X2 = residual.hyper_write %X1, %x, %b, %bb stream 0 layer 1 : tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<4xf32>, tensor<4x4xf32>
+  // CHECK: residual.hyper_reduce {{.*}} stream 0 layer 1 : tensor<2x8x4x64xf32> -> tensor<2x8x64xf32>
+  %o = residual.hyper_reduce %X2 stream 0 layer 1 : tensor<2x8x4x64xf32> -> tensor<2x8x64xf32>
+  return %o : tensor<2x8x64xf32>
+}
