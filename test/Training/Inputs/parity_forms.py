@@ -114,6 +114,38 @@ def stream(form, net, q, x):
     return net.head(h)
 
 
+def sinkhorn(z, iters=20):
+    m = torch.exp(z - z.amax(dim=(-2, -1), keepdim=True).detach())
+    for _ in range(iters):
+        m = m / m.sum(-1, keepdim=True)
+        m = m / m.sum(-2, keepdim=True)
+    return m
+
+
+def hyper_stream(form, net, q, x, n=4):
+    """Hyper-Connections (hc, dynamic) and mHC from papers.md 6.1 and 6.2 on
+    DeepNet: X = n copies of x [B, n, D]; per block the branch reads
+    H^pre . X, then X = H^res . X + (H^post)^T f; the head reads the mean."""
+    X = x[:, None, :].repeat(1, n, 1)
+    for k in range(len(net.ln)):
+        qk = q[k]
+
+        def coeff(name):
+            if form == "mhc":  # all n streams of a token normalized together
+                z = qk[name + "_alpha"] * (rms(X.reshape(X.shape[0], -1)) @ qk[name + "_W"])
+                if name == "res":
+                    return sinkhorn(z.reshape(-1, n, n) + qk["res_b"])
+                z = z + qk[name + "_b"]
+                return torch.sigmoid(z) if name == "pre" else 2 * torch.sigmoid(z)
+            z = rms(X) @ qk[name + "_W"]  # each stream normalized alone
+            if name != "res":
+                z = z[..., 0]
+            return qk[name + "_alpha"] * torch.tanh(z) + qk[name + "_b"]
+        f = net.branch(k, (coeff("pre")[..., None] * X).sum(1))
+        X = coeff("res") @ X + coeff("post")[..., None] * f[:, None, :]
+    return net.head(X.mean(1))
+
+
 def deep_forms(work, x, y):
     torch.manual_seed(2)
     net = DeepNet()
@@ -123,7 +155,7 @@ def deep_forms(work, x, y):
     init = {k: v.clone() for k, v in net.state_dict().items()}
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     ok = True
-    for form in ("ancre", "denseformer", "nag"):
+    for form in ("ancre", "denseformer", "nag", "hc", "mhc"):
         rwx = os.path.join(work, "deep-" + form + ".rwx")
         subprocess.run(["rewire-compile", model, "--residual=" + form, "-o", rwx], check=True)
         values = read_safetensors(os.path.join(work, "deep-" + form + ".params.safetensors"))
@@ -142,8 +174,9 @@ def deep_forms(work, x, y):
             qq = [{k: v.clone().requires_grad_(True) for k, v in qk.items()} for qk in q0]
             opt = torch.optim.SGD(list(net.parameters()) + [t for qk in qq for t in qk.values()],
                                   lr=0.05)
+            forward = hyper_stream if form in ("hc", "mhc") else stream
             return p.train_steps(opt, lambda step: F.mse_loss(
-                stream(form, net, qq, xt[p.batch_rows(step)]), yt[p.batch_rows(step)]))
+                forward(form, net, qq, xt[p.batch_rows(step)]), yt[p.batch_rows(step)]))
         want = losses_from(init)
         got = p.rewire_losses(work, model, "deep-" + form, ["--optimizer=sgd", "--lr=0.05",
                                                            "--residual=" + form])
