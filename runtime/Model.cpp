@@ -13,6 +13,7 @@
 #include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
 #include "ElfImage.h"
+#include "HeapTuning.h"
 #include "ArtifactMetadata.h"
 
 #include <cstring>
@@ -114,6 +115,7 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
     error = "cannot load artifact '" + artifactPath + "': " + *bad;
     return nullptr;
   }
+  tuneHeapOnce();
   // dlopen searches the library path for names without a slash.
   std::string path = artifactPath.find('/') == std::string::npos ? "./" + artifactPath
                                                                   : artifactPath;

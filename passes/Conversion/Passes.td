@@ -198,7 +198,11 @@ def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {
     dimensions; transposes from the indexing maps; broadcast batch dimensions
     read with stride 0). The Rewire CPU runtime provides `rewire_sgemm` on
     top of OpenBLAS. A zero `linalg.fill` of the output right before the
-    contraction is folded into `beta = 0`. Other contractions are left alone.
+    contraction is folded into `beta = 0`. Other contractions are left alone,
+    and so are those that would be 64 or more calls of under 32768 FLOPs
+    each (a hyper-connection's `[n, n] . [n, d]` per token): a call costs
+    more than such a product, whose loop nest vectorizes and runs in
+    parallel over the batch.
     The pass declares `func.func private @rewire_sgemm` when it uses it.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",

@@ -419,7 +419,13 @@ def ResidualInstrument : Pass<"residual-instrument", "::mlir::ModuleOp"> {
       Highway; the lowering's own equations), or residual.nag_add's
       modulator m, over all rows and channels;
     * `skip` — for a NAG update routed by Mixture-of-Depths
-      (`residual.route`), the fraction of rows that skip it.
+      (`residual.route`), the fraction of rows that skip it;
+    * `res_gain`, `gain_fwd`, `gain_bwd` — for a hyper_write
+      (Hyper-Connections, mHC): the largest absolute row sum of its H^res,
+      and the largest absolute row sum (forward) and column sum (backward)
+      of the composite H^res_l ... H^res_0 of the stream so far, over all
+      tokens (the mHC paper's "Amax gain magnitude"; 1 for doubly
+      stochastic maps).
 
     rewire-report --layer-stats compiles a model with it and renders the numbers.
     The model's own results are unchanged and come first.

@@ -44,6 +44,17 @@ Value rowNorms(ImplicitLocOpBuilder &b, Value x, int64_t axis) {
   return nn::SqrtOp::create(b, sq);
 }
 
+/// The largest absolute row sum (`axis` -1: the forward gain of `x . P`) or
+/// column sum (`axis` -2: the backward gain) of the [.., n, n] maps `p`, over
+/// all tokens: the mHC paper's "Amax gain magnitude".
+Value maxGain(ImplicitLocOpBuilder &b, Value p, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(p.getType()).getRank();
+  Value sums = nn::ReduceSumOp::create(b, nn::AbsOp::create(b, p),
+                                       b.getDenseI64ArrayAttr({rank + axis}), b.getBoolAttr(false));
+  return nn::ReduceMaxOp::create(b, scalarOf(p), sums, b.getDenseI64ArrayAttr({}),
+                                 b.getBoolAttr(false));
+}
+
 void ResidualInstrumentPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
@@ -64,6 +75,8 @@ void ResidualInstrumentPass::runOnOperation() {
     ImplicitLocOpBuilder b(ret.getLoc(), ret);
     SmallVector<Value> stats;
     SmallVector<std::string> names;
+    // Per stream, the composite H^res_l ... H^res_0 of its hyper_writes so far.
+    llvm::DenseMap<int64_t, Value> composite;
     for (residual::StreamOpInterface op : updates) {
       Operation *raw = op.getOperation();
       b.setLoc(raw->getLoc());
@@ -95,6 +108,17 @@ void ResidualInstrumentPass::runOnOperation() {
               b, mt, nn::CastOp::create(b, RankedTensorType::get(mt.getShape(), b.getI1Type()), gate));
           stats.push_back(nn::SubOp::create(b, nn::scalar(b, mt.getElementType(), 1.0), meanAll(b, kept)));
           names.push_back(prefix + ".skip");
+        }
+      }
+      if (auto w = dyn_cast<residual::HyperWriteOp>(raw)) {
+        Value res = w.getRes();
+        Value &p = composite[op.getStreamId()];
+        p = p ? nn::MatMulOp::create(b, res, p).getResult() : res;
+        for (auto [value, stat] : {std::pair(maxGain(b, res, -1), "res_gain"),
+                                   std::pair(maxGain(b, p, -1), "gain_fwd"),
+                                   std::pair(maxGain(b, p, -2), "gain_bwd")}) {
+          stats.push_back(value);
+          names.push_back(prefix + "." + stat);
         }
       }
       if (gate) {

@@ -68,6 +68,11 @@ bool planOperand(AffineMap map, MemRefType type, unsigned row, unsigned col,
   return true;
 }
 
+/// Below this many FLOPs a GEMM repeated `kManyCalls` times or more is left
+/// to the loop pipeline (a 32 x 32 x 16 product).
+constexpr int64_t kTinyGemmFlops = 32768;
+constexpr int64_t kManyCalls = 64;
+
 struct LinalgToBlasPass : public rewire::impl::LinalgToBlasBase<LinalgToBlasPass> {
   void runOnOperation() override;
   LogicalResult rewrite(linalg::LinalgOp op, func::FuncOp callee);
@@ -102,6 +107,22 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
       !planOperand(maps[1], bt, k, n, batchDims, pb) ||
       !planOperand(om, ct, m, n, batchDims, pc) || pc.transposed)
     return failure();
+
+  // Many tiny products (a hyper-connection's [n, n] . [n, d] per token) stay
+  // loops: a call per product costs more than its arithmetic, and the loop
+  // nest vectorizes along d and runs in parallel over the batch.
+  if (ct.hasStaticShape() && at.hasStaticShape()) {
+    int64_t calls = 1;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      calls *= ct.getDimSize(i);
+    int64_t kExtent = 1;
+    for (auto [i, it] : llvm::enumerate(op.getStaticLoopRanges()))
+      if (i == k)
+        kExtent = it;
+    int64_t flops = 2 * ct.getDimSize(rank - 2) * ct.getDimSize(rank - 1) * kExtent;
+    if (calls >= kManyCalls && flops < kTinyGemmFlops)
+      return failure();
+  }
 
   // A zero fill of C right before the contraction becomes beta = 0.
   float beta = 1.0f;

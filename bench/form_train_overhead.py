@@ -1,0 +1,104 @@
+"""Training-time overhead of residual forms: rewire-train's compiled AdamW
+step on bench/train_step.py's GPT (pre-LN decoder) rewritten with each form,
+against the plain model, in one run on one machine.
+
+Each form's train step is compiled once (its compile time reported apart),
+then the forms run in round-robin rounds of --steps steps each (so drift of
+a shared VM hits all alike); a form's figure is the median over rounds of
+its tokens/s as rewire-train reports it, and its overhead is
+plain tokens/s / form tokens/s - 1 (the extra share of training time).
+
+    python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
+                                        [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
+                                        [--out r.json]
+
+Needs torch (any version: it only exports the model) and the built tools.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_step import GPT  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--forms", default="hc,mhc,laurel")
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="rewire-form-overhead-")
+    torch.manual_seed(0)
+    model = GPT(a.vocab, a.layers, a.d, a.heads, a.seq)
+    onnx_path = os.path.join(work, "gpt.onnx")
+    torch.onnx.export(model.eval(), torch.zeros(a.batch, a.seq, dtype=torch.long), onnx_path,
+                      opset_version=17, input_names=["input"], output_names=["logits"])
+    tokens = np.random.default_rng(0).integers(0, a.vocab, a.batch * a.seq * (a.steps + 2) + 1)
+    data = os.path.join(work, "tokens.bin")
+    tokens.astype(np.uint16).tofile(data)
+    env = dict(os.environ, REWIRE_CACHE_DIR=os.path.join(work, "cache"))
+    forms = ["plain"] + [f for f in a.forms.split(",") if f]
+
+    def command(form):
+        cmd = [os.path.join(ROOT, "build", "bin", "rewire-train"), onnx_path, "--data=" + data,
+               "--optimizer=adamw", "--lr=1e-3"]
+        return cmd + ([] if form == "plain" else ["--residual=" + form])
+
+    compile_s = {}
+    for form in forms:
+        t0 = time.perf_counter()
+        subprocess.run(command(form) + ["--steps=1", "--log-every=0"], check=True, env=env,
+                       capture_output=True)
+        compile_s[form] = time.perf_counter() - t0
+    rates = {f: [] for f in forms}
+    for _ in range(a.rounds):
+        for form in forms:
+            r = subprocess.run(command(form) + ["--steps=%d" % a.steps, "--log-every=%d" % a.steps],
+                               check=True, env=env, capture_output=True, text=True)
+            rates[form].append(float(re.search(r"([0-9]+) tokens/s", r.stderr).group(1)))
+    median = {f: statistics.median(v) for f, v in rates.items()}
+    print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps" % (
+        time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps))
+    print("%-10s %12s %10s %12s" % ("form", "tokens/s", "overhead", "compile s"))
+    rows = []
+    for form in forms:
+        overhead = median["plain"] / median[form] - 1
+        print("%-10s %12.0f %9.1f%% %12.1f" % (form, median[form], 100 * overhead, compile_s[form]))
+        rows.append({"form": form, "tokens_per_s": median[form], "all_rounds": rates[form],
+                     "overhead": overhead, "compile_s": compile_s[form]})
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "layers": a.layers,
+                       "d": a.d, "seq": a.seq, "batch": a.batch, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
