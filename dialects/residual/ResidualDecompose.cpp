@@ -82,10 +82,8 @@ void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
 }
 
 ArrayRef<std::string> residual::unfusedStreamOps() {
-  static const std::string names[] = {
-      LaurelOp::getOperationName().str(),       HyperExpandOp::getOperationName().str(),
-      HyperCoeffsOp::getOperationName().str(),  HyperReadOp::getOperationName().str(),
-      HyperWriteOp::getOperationName().str(),   HyperReduceOp::getOperationName().str()};
+  static const std::string names[] = {LaurelOp::getOperationName().str(),
+                                      HyperCoeffsOp::getOperationName().str()};
   return names;
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/Passes.h"
 #include "passes/Conversion/LinalgBuilders.h"
+#include "passes/Conversion/ResidualToLinalg/HyperToLinalg.h"
 
 #include "dialects/residual/ResidualDecompose.h"
 #include "dialects/residual/ResidualOps.h"
@@ -633,6 +634,7 @@ struct ConvertResidualToLinalgPass
                  TapLowering, NagGateLowering, NagAddLowering, RouteLowering,
                  FeatureAxisLast<residual::GatedAddOp>, FeatureAxisLast<residual::NagGateOp>,
                  FeatureAxisLast<residual::NagAddOp>>(ctx);
+    populateHyperToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }
