@@ -83,7 +83,8 @@ void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
 
 ArrayRef<std::string> residual::unfusedStreamOps() {
   static const std::string names[] = {LaurelOp::getOperationName().str(),
-                                      HyperCoeffsOp::getOperationName().str()};
+                                      HyperCoeffsOp::getOperationName().str(),
+                                      ValueMixOp::getOperationName().str()};
   return names;
 }
 
@@ -154,6 +155,12 @@ FailureOr<Value> LaurelOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
     out = nn::AddOp::create(b, out,
                             nn::MatMulOp::create(b, nn::MatMulOp::create(b, v[0], v[4]), v[5]));
   return out;
+}
+
+/// lambda1 v_1 + lambda2 v.
+FailureOr<Value> ValueMixOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  return Value(
+      nn::AddOp::create(b, nn::MulOp::create(b, v[2], v[1]), nn::MulOp::create(b, v[3], v[0])));
 }
 
 /// h + r u (additive) or h + r (u - h) (convex), r the gate.

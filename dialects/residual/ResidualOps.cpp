@@ -182,6 +182,26 @@ LogicalResult LaurelOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ValueMixOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ValueMixOp::verify() {
+  auto state = verifyState(*this, "v", getV(), getAxis());
+  if (failed(state))
+    return failure();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"lambda1", getLambda1()}, {"lambda2", getLambda2()}}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (!(type.getRank() == 0 || (type.getRank() == 1 && type.getDimSize(0) == 1)))
+      return emitOpError() << "'" << name << "' must be a scalar (tensor<T> or tensor<1xT>), got "
+                           << type;
+    if (failed(verifyElementType(*this, name, value, *state)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // GatedAddOp
 //===----------------------------------------------------------------------===//
 

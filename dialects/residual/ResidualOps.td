@@ -357,6 +357,35 @@ def Residual_TapOp : Residual_StreamOp<"tap", [
   let assemblyFormat = !strconcat("$h (`name` $name^)? ", StreamAttrsFormat, " `:` type($result)");
 }
 
+//===----------------------------------------------------------------------===//
+// residual.value_mix
+//===----------------------------------------------------------------------===//
+
+def Residual_ValueMixOp : Residual_StreamOp<"value_mix", [
+    AllTypesMatch<["v", "first", "result"]>]> {
+  let summary = "value residual `lambda1 v_1 + lambda2 v` (ResFormer)";
+  let description = [{
+    Value Residual Learning (ResFormer, papers.md 6.4): the values `v` an
+    attention layer multiplies its attention weights by are mixed with the
+    first attention layer's values `first`: `lambda1 first + lambda2 v`.
+    `lambda1`, `lambda2` are scalars (`tensor<T>` or `tensor<1xT>`): the
+    constants 1/2 of the official code, or learned. `v` and `first` have one
+    type (`[B, H, T, Dv]` in an exported transformer). `layer` is the
+    update whose branch holds the attention.
+
+    Example:
+    ```mlir
+    %v2 = residual.value_mix %v, %v1, %l1, %l2 stream 0 layer 2 : tensor<2x4x8x8xf32>, tensor<f32>, tensor<f32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$v, Residual_FloatTensor:$first,
+                            Residual_FloatTensor:$lambda1, Residual_FloatTensor:$lambda2),
+                       StreamAttrs);
+  let results = (outs Residual_FloatTensor:$result);
+  let assemblyFormat = !strconcat("$v `,` $first `,` $lambda1 `,` $lambda2 ", StreamAttrsFormat,
+                       " `:` type($result) `,` type($lambda1) `,` type($lambda2)");
+}
+
 include "dialects/residual/HyperOps.td"
 
 #endif // REWIRE_RESIDUAL_OPS_TD
