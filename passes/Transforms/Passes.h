@@ -31,7 +31,8 @@ enum class RewriteKind {
   lpa,
   laurel,
   hc,
-  mhc
+  mhc,
+  valueResidual
 };
 /// Which updates a stream-level form (ANCRe, DenseFormer, LPA) attaches to.
 enum class Granularity { block, sublayer };
@@ -42,6 +43,8 @@ enum class InitMode { paper, identity };
 enum class LossKind { mse, crossEntropy };
 enum class LaurelVariant { rw, lr, rwlr };
 enum class OptimizerKind { sgd, adamw };
+/// Value Residual's mixing weights.
+enum class ValueLambda { fixed, learned };
 
 #define GEN_PASS_DECL
 #include "passes/Transforms/Passes.h.inc"

@@ -65,6 +65,7 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     | `lpa` | `tap` after each block + a readout per depth | no parameters | exact (adds outputs only) |
     | `laurel` | `laurel`: `alpha u + beta h (+ (h A) B)` (`laurel=rw|lr|rw-lr`, `rank`) | alpha = beta = 1, A ~ N(0, 0.02), B = 0 | the same (exact) |
     | `hc` | `hyper_expand`, then per update `hyper_read` (H^pre) + `hyper_write` (H^res, H^post), `hyper_reduce` at the exit; `streams` n, `dynamic` | H^pre = e_(l mod n), H^res = I, H^post = 1; dynamic: alpha = `hc-alpha`, W = 0 | the same (exact) |
+    | `value-residual` | each attention after the first: V -> `value_mix` (lambda1 V_1 + lambda2 V) before `softmax(..) . V`; `lambda=fixed|learned` | lambda = 1/2, 1/2 (constants, or learned) | learned only: lambda = 0, 1 (exact) |
     | `mhc` | the same with `hyper_coeffs` sigmoid / 2 sigmoid / Sinkhorn (`iters`) | alpha = `hc-alpha`, W = 0; H^post = 1, H^res = 1/n; H^pre = (n+1)/(2n) on stream l mod n, 1/(2n) on the others | the same (exact) |
 
     Stream-level forms attach after each *block* (`granularity=block`: an
@@ -121,7 +122,9 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
              clEnumValN(::rewire::RewriteKind::hc, "hc",
                         "n copies of the stream mixed by learned maps (Hyper-Connections)"),
              clEnumValN(::rewire::RewriteKind::mhc, "mhc",
-                        "hyper-connections with doubly stochastic mixing (mHC))"))}]>,
+                        "hyper-connections with doubly stochastic mixing (mHC))"),
+             clEnumValN(::rewire::RewriteKind::valueResidual, "value-residual",
+                        "later attention layers mix in the first one's values (ResFormer)"))}]>,
     Option<"granularity", "granularity", "::rewire::Granularity",
            "::rewire::Granularity::block",
            "Where ancre, denseformer and lpa attach",
@@ -183,6 +186,13 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
            "mhc: Sinkhorn rounds that make H^res doubly stochastic">,
     Option<"hcAlpha", "hc-alpha", "double", "0.01",
            "hc, mhc: initial gating factor alpha of the dynamic coefficients">,
+    Option<"valueLambda", "lambda", "::rewire::ValueLambda", "::rewire::ValueLambda::fixed",
+           "value-residual: the mixing weights",
+           [{::llvm::cl::values(
+             clEnumValN(::rewire::ValueLambda::fixed, "fixed",
+                        "1/2 and 1/2, the official code's constants"),
+             clEnumValN(::rewire::ValueLambda::learned, "learned",
+                        "two learned scalars per layer"))}]>,
   ];
   let dependentDialects = [
     "::rewire::residual::ResidualDialect",

@@ -129,6 +129,14 @@ Update describe(residual::StreamOpInterface op) {
         u.kind = "hyper reduce (mean)";
         u.flops = r.getX().getType().getShape().drop_back().back() * d;
       })
+      .Case([&](residual::ValueMixOp m) {
+        u.kind = "value residual (lambda1 V_1 + lambda2 V)";
+        u.branch = "attention";
+        // Per token: H * Dv values of [B, H, T, Dv], or the features.
+        auto v = m.getV().getType();
+        int64_t perToken = v.getRank() == 4 ? v.getDimSize(1) * v.getDimSize(3) : d;
+        u.flops = ShapedType::isDynamic(perToken) ? 0 : 3 * perToken;
+      })
       .Case([&](residual::TapOp) { u.kind = "tap"; })
       .Default([&](Operation *) { u.kind = "other"; });
   return u;

@@ -62,6 +62,8 @@ StringRef kindName(RewriteKind kind) {
     return "hc";
   case RewriteKind::mhc:
     return "mhc";
+  case RewriteKind::valueResidual:
+    return "value-residual";
   }
   return "unknown";
 }
@@ -352,7 +354,37 @@ void ResidualRewritePass::runOnOperation() {
     return signalPassFailure();
   }
 
+  if (kind == RewriteKind::valueResidual && init == InitMode::identity &&
+      valueLambda == ValueLambda::fixed) {
+    module.emitError() << "residual-rewrite: kind=value-residual lambda=fixed mixes 1/2 of the first "
+                          "layer's values in, which changes the function; use lambda=learned with "
+                          "init=identity (lambda = 0, 1 at step 0)";
+    return signalPassFailure();
+  }
+
   symbols.emplace(module);
+  if (kind == RewriteKind::valueResidual) {
+    int64_t mixed = 0, streams = 0;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      streams += collectStreamUpdates(func).size();
+      auto n = addValueResidual(func, *symbols, valueLambda == ValueLambda::learned,
+                                init == InitMode::identity);
+      if (failed(n))
+        return signalPassFailure();
+      mixed += *n;
+    }
+    if (streams && !mixed) {
+      module.emitError()
+          << "residual-rewrite: kind=value-residual mixes a stream's first attention layer's "
+             "values into its later ones, but no stream has two attention layers with a visible "
+             "softmax(q k^T) . V product (a model without attention, or one stream per attention "
+             "layer)";
+      return signalPassFailure();
+    }
+    return;
+  }
   if (hyper) {
     HyperOptions options;
     options.manifold = kind == RewriteKind::mhc;

@@ -67,6 +67,16 @@ struct HyperOptions {
 mlir::LogicalResult addHyperConnections(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
                                         const HyperOptions &options);
 
+/// Value Residual Learning (ResFormer, papers.md 6.4) on every stream of
+/// `func`: each attention branch after the first mixes the first one's
+/// values into its own (residual.value_mix), with constants 1/2, 1/2 or,
+/// `learned`, parameters initialized so (0, 1 with `identity`). Streams with
+/// fewer than two attention branches whose softmax(q k^T) . V product is
+/// visible are left alone. Returns the number of layers mixed; fails, with
+/// the reason, for values of different shapes.
+mlir::FailureOr<int64_t> addValueResidual(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
+                                          bool learned, bool identity);
+
 } // namespace rewire
 
 #endif // REWIRE_PASSES_TRANSFORMS_STREAMFORMS_H

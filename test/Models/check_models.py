@@ -44,11 +44,12 @@ RTOL = 1e-4
 # (nag and ancre cannot: residual-rewrite refuses it; they run at init=paper).
 KINDS = {"rezero": True, "skipinit": True, "layerscale": True, "review": True,
          "highway": True, "denseformer": True, "lpa": True, "nag": False, "ancre": False,
-         "laurel": True, "hc": True, "mhc": True}
+         "laurel": True, "hc": True, "mhc": True, "value-residual": True}
 # What residual-rewrite refuses, by design, for a model it does not apply to
 # (reported "n/a" with the reason): hyper-connections on post-LN streams and
 # NCHW ones, LAuReL's low-rank map on NCHW ones.
-NOT_APPLICABLE = ("not directly. Hyper-connections", "needs a static feature axis last")
+NOT_APPLICABLE = ("not directly. Hyper-connections", "needs a static feature axis last",
+                  "no stream has two attention layers")
 STEPS = ["import", "detect", "run", "rewrite", "train"]  # and "cuda", on request
 CUDA_EMULATOR = None  # --cuda-emulator=LIBDIR
 REWRITE_FIRST_ONLY = False  # --rewrite-first-export
@@ -183,6 +184,8 @@ def check(case, steps, kinds, work):
         for kind in kinds:
             identity = KINDS[kind]
             spec = kind + (":init=identity" if identity else "")
+            if kind == "value-residual":
+                spec += ",lambda=learned"  # the fixed 1/2 changes the function
             args = ["rewire-run", model, "--residual=" + spec] + case.inputs()
             if kind == "lpa":
                 n, why = lpa_outputs(mlir)

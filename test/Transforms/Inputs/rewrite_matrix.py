@@ -14,6 +14,8 @@ Per update i with feature size d_i (per stream), C = 8, K blocks:
   n = 4 streams: hc (dynamic): 2 (n + 1 + d_i) + n^2 + 1 + n d_i;
   hc dynamic=false: 2 n + n^2; mhc: 2 (n + 1 + n^2 d_i) + n^2 + 1 + n^3 d_i
   (all three refused for post-LN streams, BERT, and NCHW ones, a ResNet).
+  value-residual lambda=learned: 2 per attention layer after the first
+  (refused for a model without attention: MLP-Mixer, ResNet).
 """
 import json
 import re
@@ -22,12 +24,14 @@ import sys
 
 C = 8
 KINDS = ["rezero", "skipinit", "layerscale", "review", "highway", "nag", "ancre", "denseformer", "lpa",
-         "laurel laurel=rw", "laurel rank=4", "hc", "hc dynamic=false", "mhc"]
+         "laurel laurel=rw", "laurel rank=4", "hc", "hc dynamic=false", "mhc",
+         "value-residual lambda=learned"]
 LAUREL_RANK = 4
 N = 4
 REFUSED = {"laurel rank=4": ["needs a static feature axis last"],
            "hc": ["needs a static feature axis last", "not directly"]}
 REFUSED["hc dynamic=false"] = REFUSED["mhc"] = REFUSED["hc"]
+REFUSED["value-residual lambda=learned"] = ["no stream has two attention layers"]
 
 
 def run(args, text=None, refused=()):
@@ -51,7 +55,7 @@ def updates(ir):
     return out
 
 
-def expected(kind, ups):
+def expected(kind, ups, attention=0):
     if kind in ("rezero", "skipinit"):
         return len(ups)
     if kind == "layerscale":
@@ -72,6 +76,8 @@ def expected(kind, ups):
         return sum(2 * (N + 1 + d) + N * N + 1 + N * d for d, _, _ in ups)
     if kind == "hc dynamic=false":
         return len(ups) * (2 * N + N * N)
+    if kind.startswith("value-residual"):
+        return 2 * (attention - 1)
     if kind == "mhc":
         return sum(2 * (N + 1 + N * N * d) + N * N + 1 + N ** 3 * d for d, _, _ in ups)
     total, k, shape = 0, 0, None
@@ -99,17 +105,18 @@ def main():
                 # Only where the model's stream is NCHW (features not last)
                 # or post-LN (a norm between updates: BERT).
                 postln = "not directly" == out and "bert" in name
-                ok = (nchw and "feature axis" in out) or postln
+                no_attention = "attention" in out and "nn.softmax" not in detected
+                ok = (nchw and "feature axis" in out) or postln or no_attention
                 bad += not ok
-                print("%s %-12s %-12s refused: %s" % ("ok  " if ok else "FAIL", name, kind,
-                                                    "the features are not last" if nchw else "post-LN"))
+                why = "no attention" if no_attention else "the features are not last" if nchw else "post-LN"
+                print("%s %-12s %-12s refused: %s" % ("ok  " if ok else "FAIL", name, kind, why))
                 continue
             if run(["rewire-opt"], out) != out:
                 print("FAIL %s %s: does not round-trip" % (name, kind))
                 bad += 1
                 continue
             report = json.loads(run(["rewire-report", "/dev/stdin", "--format=json"], out))
-            got, want = report["params_added"], expected(kind, ups)
+            got, want = report["params_added"], expected(kind, ups, detected.count("nn.softmax"))
             ok = got == want
             bad += not ok
             print("%s %-12s %-12s params %8d (expected %d)" % ("ok  " if ok else "FAIL", name, kind, got, want))
