@@ -33,7 +33,7 @@ if NN:
 
 LOWERED = ("add", "scale_add", "gated_add", "mix", "tap", "nag_gate", "nag_add", "route threshold",
            "route rate", "laurel", "hyper_expand", "hyper_coeffs", "hyper_read", "hyper_write",
-           "hyper_reduce")
+           "hyper_reduce", "value_mix")
 
 
 def main():

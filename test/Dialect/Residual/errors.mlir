@@ -511,3 +511,11 @@ func.func @hyper_coeffs_result(%X: tensor<2x4x8xf32>, %a: tensor<f32>, %w: tenso
   %0 = residual.hyper_coeffs sigmoid %X, %a, %w, %b stream 0 layer 0 : tensor<2x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x4x4xf32>
   return %0 : tensor<2x4x4xf32>
 }
+
+// -----
+
+func.func @value_mix_lambda(%v: tensor<2x8xf32>, %a: tensor<2xf32>, %b: tensor<f32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'lambda1' must be a scalar (tensor<T> or tensor<1xT>), got 'tensor<2xf32>'}}
+  %0 = residual.value_mix %v, %v, %a, %b stream 0 layer 1 : tensor<2x8xf32>, tensor<2xf32>, tensor<f32>
+  return %0 : tensor<2x8xf32>
+}

@@ -136,3 +136,10 @@ func.func @hyper(%h: tensor<2x8x64xf32>, %u: tensor<2x8x64xf32>, %a: tensor<f32>
   %o = residual.hyper_reduce %X2 stream 0 layer 1 : tensor<2x8x4x64xf32> -> tensor<2x8x64xf32>
   return %o : tensor<2x8x64xf32>
 }
+
+// CHECK-LABEL: func.func @value_mix
+func.func @value_mix(%v: tensor<2x4x8x16xf32>, %v1: tensor<2x4x8x16xf32>, %a: tensor<f32>, %b: tensor<1xf32>) -> tensor<2x4x8x16xf32> {
+  // CHECK: residual.value_mix %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} stream 0 layer 2 : tensor<2x4x8x16xf32>, tensor<f32>, tensor<1xf32>
+  %0 = residual.value_mix %v, %v1, %a, %b stream 0 layer 2 : tensor<2x4x8x16xf32>, tensor<f32>, tensor<1xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}

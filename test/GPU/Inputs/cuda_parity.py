@@ -104,7 +104,7 @@ def main():
         ok &= parity(out, cpu, gpu, name, specs, rng, name)
     if "--gpt" in sys.argv:
         onnx = sys.argv[sys.argv.index("--gpt") + 1]
-        for form in ("none", "review", "nag", "ancre", "denseformer", "highway", "lpa", "laurel", "hc", "mhc"):
+        for form in ("none", "review", "nag", "ancre", "denseformer", "highway", "lpa", "laurel", "hc", "mhc", "value-residual"):
             flags = [] if form == "none" else ["--residual=" + form]
             cpu = os.path.join(out, "gpt-%s.rwx" % form)
             gpu = os.path.join(out, "gpt-%s.rwcu" % form)

@@ -186,6 +186,82 @@ def deep_forms(work, x, y):
     return ok
 
 
+class AttnNet(torch.nn.Module):
+    """An input projection to T tokens of width W, three pre-LN single-head
+    attention blocks, the mean over tokens and a head; `mix(k, v1, v)`, when
+    given, is block k's Value Residual (papers.md 6.4)."""
+
+    T, W = 4, 8
+
+    def __init__(self, blocks=3):
+        super().__init__()
+        nn = torch.nn
+        self.inp = nn.Linear(p.D, self.T * self.W)
+        self.ln = nn.ModuleList([nn.LayerNorm(self.W) for _ in range(blocks)])
+        self.qkv = nn.ModuleList([nn.Linear(self.W, 3 * self.W) for _ in range(blocks)])
+        self.proj = nn.ModuleList([nn.Linear(self.W, self.W) for _ in range(blocks)])
+        self.head = nn.Linear(self.W, p.O)
+
+    def forward(self, x, mix=None):
+        h = self.inp(x).view(-1, self.T, self.W)
+        v1 = None
+        for k in range(len(self.ln)):
+            q, kk, v = self.qkv[k](self.ln[k](h)).split(self.W, dim=-1)
+            if v1 is None:
+                v1 = v
+            elif mix is not None:
+                v = mix(k, v1, v)
+            a = torch.softmax(q @ kk.transpose(1, 2) / self.W ** 0.5, dim=-1)
+            h = h + self.proj[k](a @ v)
+        return self.head(h.mean(1))
+
+
+def value_residual_parity(work, x, y):
+    """Value Residual on AttnNet: blocks 2 and 3 use 1/2 V_1 + 1/2 V_k (the
+    official constants), or learned lambdas (initialized 1/2, 1/2), against
+    PyTorch from papers.md 6.4; 20 SGD steps."""
+    torch.manual_seed(3)
+    net = AttnNet()
+    model = os.path.join(work, "attn.onnx")
+    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
+                      output_names=["y"])
+    init = {k: v.clone() for k, v in net.state_dict().items()}
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    ok = True
+    for spec in ("value-residual", "value-residual:lambda=learned"):
+        tag = spec.replace(":", "_").replace("=", "_")
+        subprocess.run(["rewire-compile", model, "--residual=" + spec, "-o",
+                        os.path.join(work, tag + ".rwx")], check=True)
+        values = read_safetensors(os.path.join(work, tag + ".params.safetensors"))
+        q0 = {}
+        for name, v in values.items():
+            if ".value-residual." in name:
+                layer, _, pname = name[len("stream0.layer"):].split(".", 2)
+                q0.setdefault(int(layer), {})[pname] = v.clone()
+        learned = "learned" in spec
+        if learned != bool(q0) or (learned and sorted(q0) != [1, 2]):
+            raise SystemExit("FAIL %s: value-residual parameters %s" % (spec, sorted(values)))
+
+        def losses_from(state, q0=q0):
+            net.load_state_dict(state)
+            qq = {k: {n: v.clone().requires_grad_(True) for n, v in d.items()} for k, d in q0.items()}
+            half = torch.tensor(0.5)
+
+            def mix(k, v1, v):
+                if not qq:
+                    return half * v1 + half * v
+                return qq[k]["lambda1"] * v1 + qq[k]["lambda2"] * v
+            opt = torch.optim.SGD(list(net.parameters()) + [t for d in qq.values() for t in d.values()],
+                                  lr=0.05)
+            return p.train_steps(opt, lambda step: F.mse_loss(
+                net(xt[p.batch_rows(step)], mix), yt[p.batch_rows(step)]))
+        want = losses_from(init)
+        got = p.rewire_losses(work, model, tag, ["--optimizer=sgd", "--lr=0.05", "--residual=" + spec])
+        ok &= p.compare("%s, 3 attention blocks" % spec, got, want, 1e-4)
+        ok &= p.conditioned(spec, losses_from, init, want, 1e-4)
+    return ok
+
+
 def lpa_parity(work, x, y):
     """LPA on the three-block model: the shared head reads every depth and
     the loss is sum_k w_k mse(head(h_k), y) (papers.md variant A, uniform
@@ -275,6 +351,7 @@ def main():
         ok &= p.conditioned(spec, losses_from, init, want, 1e-4)
     ok &= deep_forms(work, x, y)
     ok &= lpa_parity(work, x, y)
+    ok &= value_residual_parity(work, x, y)
     sys.exit(0 if ok else 1)
 
 
