@@ -1,7 +1,10 @@
 //===- HeapTuning.cpp - Keep the heap warm across calls -------------------===//
 //
 // A compiled model allocates its intermediate tensors with malloc and frees
-// them before it returns. With glibc's defaults every call then maps and
+// them before it returns. Kernels.c keeps up to 256 freed temporaries per
+// thread for the next call, but a train step frees thousands, and the
+// runtime's own buffers (batches, outputs) pass through malloc too. With
+// glibc's defaults every call then maps and
 // unmaps (or grows and trims) megabytes of memory, and the first touch of
 // each page faults in the kernel: on a 4-layer GPT's train step half of all
 // CPU time went to page faults and the allocator's system calls. Raising

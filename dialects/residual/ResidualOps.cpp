@@ -152,15 +152,9 @@ LogicalResult LaurelOp::verify() {
   auto state = verifyState(*this, "h", getH(), getAxis());
   if (failed(state))
     return failure();
-  for (auto [name, value] :
-       {std::pair<StringRef, Value>{"alpha", getAlpha()}, {"beta", getBeta()}}) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (!(type.getRank() == 0 || (type.getRank() == 1 && type.getDimSize(0) == 1)))
-      return emitOpError() << "'" << name << "' must be a scalar (tensor<T> or tensor<1xT>), got "
-                           << type;
-    if (failed(verifyElementType(*this, name, value, *state)))
-      return failure();
-  }
+  if (failed(verifyScalar(*this, "alpha", getAlpha(), *state)) ||
+      failed(verifyScalar(*this, "beta", getBeta(), *state)))
+    return failure();
   if (!getA() != !getB())
     return emitOpError() << "the low-rank map needs both 'a' and 'b'";
   if (!getA())
@@ -189,16 +183,9 @@ LogicalResult ValueMixOp::verify() {
   auto state = verifyState(*this, "v", getV(), getAxis());
   if (failed(state))
     return failure();
-  for (auto [name, value] :
-       {std::pair<StringRef, Value>{"lambda1", getLambda1()}, {"lambda2", getLambda2()}}) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (!(type.getRank() == 0 || (type.getRank() == 1 && type.getDimSize(0) == 1)))
-      return emitOpError() << "'" << name << "' must be a scalar (tensor<T> or tensor<1xT>), got "
-                           << type;
-    if (failed(verifyElementType(*this, name, value, *state)))
-      return failure();
-  }
-  return success();
+  if (failed(verifyScalar(*this, "lambda1", getLambda1(), *state)))
+    return failure();
+  return verifyScalar(*this, "lambda2", getLambda2(), *state);
 }
 
 //===----------------------------------------------------------------------===//

@@ -98,27 +98,36 @@ struct ExpandLowering : StaticShapes<residual::HyperExpandOp> {
   }
 };
 
-/// sum_i pre_i X_i (the mean with pre = 1/n).
+/// sum_i w_i X_i over the stream axis of `x` ([..., n, d] -> [..., d]),
+/// `weights` static ([n]) or per token, or all 1 when null: one generic.
+Value streamSum(OpBuilder &b, Location loc, RankedTensorType result, Value x, Value weights) {
+  MLIRContext *ctx = b.getContext();
+  int64_t loops = cast<RankedTensorType>(x.getType()).getRank(), i = loops - 2;
+  SmallVector<int64_t> tokens = range(loops - 2), out = tokens;
+  out.push_back(loops - 1);
+  SmallVector<Iter> iters(loops, Iter::parallel);
+  iters[i] = Iter::reduction;
+  SmallVector<Value> inputs = {x};
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(loops)};
+  if (weights) {
+    inputs.push_back(weights);
+    maps.push_back(coefficientMap(ctx, weights, loops, tokens, {i}));
+  }
+  maps.push_back(dimsMap(ctx, loops, out));
+  return reduceInto(b, loc, zeros(b, loc, result), inputs, maps, iters,
+                    [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                      return v.size() == 1 ? v[0] : arith::MulFOp::create(nb, l, v[0], v[1]);
+                    });
+}
+
+/// sum_i pre_i X_i.
 struct ReadLowering : StaticShapes<residual::HyperReadOp> {
   using StaticShapes::StaticShapes;
   LogicalResult matchAndRewrite(residual::HyperReadOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rw) const override {
     if (failed(check(op, rw)))
       return failure();
-    MLIRContext *ctx = op.getContext();
-    int64_t loops = op.getX().getType().getRank(), i = loops - 2;
-    SmallVector<int64_t> tokens = range(loops - 2), out = tokens;
-    out.push_back(loops - 1);
-    SmallVector<Iter> iters(loops, Iter::parallel);
-    iters[i] = Iter::reduction;
-    rw.replaceOp(op, reduceInto(rw, op.getLoc(), zeros(rw, op.getLoc(), op.getType()),
-                                {a.getX(), a.getPre()},
-                                {rw.getMultiDimIdentityMap(loops),
-                                 coefficientMap(ctx, a.getPre(), loops, tokens, {i}),
-                                 dimsMap(ctx, loops, out)},
-                                iters, [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                                  return arith::MulFOp::create(b, l, v[0], v[1]);
-                                }));
+    rw.replaceOp(op, streamSum(rw, op.getLoc(), op.getType(), a.getX(), a.getPre()));
     return success();
   }
 };
@@ -130,21 +139,14 @@ struct ReduceLowering : StaticShapes<residual::HyperReduceOp> {
                                 ConversionPatternRewriter &rw) const override {
     if (failed(check(op, rw)))
       return failure();
-    MLIRContext *ctx = op.getContext();
-    auto xt = op.getX().getType();
-    int64_t loops = xt.getRank(), i = loops - 2;
-    SmallVector<int64_t> out = range(loops - 2);
-    out.push_back(loops - 1);
-    SmallVector<Iter> iters(loops, Iter::parallel);
-    iters[i] = Iter::reduction;
     Location loc = op.getLoc();
-    Value sum = reduceInto(rw, loc, zeros(rw, loc, op.getType()), {a.getX()},
-                           {rw.getMultiDimIdentityMap(loops), dimsMap(ctx, loops, out)}, iters,
-                           [](OpBuilder &, Location, ValueRange v) { return v[0]; });
+    auto xt = op.getX().getType();
+    Value sum = streamSum(rw, loc, op.getType(), a.getX(), Value());
     Type elt = xt.getElementType();
-    double n = static_cast<double>(xt.getDimSize(i));
+    double n = static_cast<double>(xt.getDimSize(xt.getRank() - 2));
     Value init = tensor::EmptyOp::create(rw, loc, op.getType().getShape(), elt);
-    rw.replaceOp(op, parallelGeneric(rw, loc, init, {sum}, {rw.getMultiDimIdentityMap(loops - 1)},
+    rw.replaceOp(op, parallelGeneric(rw, loc, init, {sum},
+                                     {rw.getMultiDimIdentityMap(xt.getRank() - 1)},
                                      [&](OpBuilder &b, Location l, ValueRange v) -> Value {
                                        return arith::DivFOp::create(
                                            b, l, v[0], floatConstant(b, l, elt, n));
