@@ -12,7 +12,7 @@ plain tokens/s / form tokens/s - 1 (the extra share of training time).
                                         [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
                                         [--out r.json]
 
-Needs torch (any version: it only exports the model) and the built tools.
+Needs torch (any version: train_step.py only exports the model with it) and the built tools.
 """
 import argparse
 import json
@@ -25,11 +25,9 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import GPT  # noqa: E402
+from train_step import add_model_args, export_gpt  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,25 +43,12 @@ def cpu_model():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--forms", default="hc,mhc,laurel")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--d", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--vocab", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=20)
+    add_model_args(ap, steps=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rewire-form-overhead-")
-    torch.manual_seed(0)
-    model = GPT(a.vocab, a.layers, a.d, a.heads, a.seq)
-    onnx_path = os.path.join(work, "gpt.onnx")
-    torch.onnx.export(model.eval(), torch.zeros(a.batch, a.seq, dtype=torch.long), onnx_path,
-                      opset_version=17, input_names=["input"], output_names=["logits"])
-    tokens = np.random.default_rng(0).integers(0, a.vocab, a.batch * a.seq * (a.steps + 2) + 1)
-    data = os.path.join(work, "tokens.bin")
-    tokens.astype(np.uint16).tofile(data)
+    _, onnx_path, _, data = export_gpt(a, work)
     env = dict(os.environ, REWIRE_CACHE_DIR=os.path.join(work, "cache"))
     forms = ["plain"] + [f for f in a.forms.split(",") if f]
 

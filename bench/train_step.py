@@ -61,20 +61,21 @@ class GPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def add_model_args(ap, steps):
+    """The benchmark GPT's shape options (shared with form_train_overhead.py)."""
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--d", type=int, default=256)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--vocab", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    work = tempfile.mkdtemp(prefix="rewire-train-bench-")
+    ap.add_argument("--steps", type=int, default=steps)
+
+
+def export_gpt(a, work):
+    """The benchmark GPT (seed 0) exported to WORK/gpt.onnx, and random tokens
+    for a.steps + 2 batches in WORK/tokens.bin: (model, onnx path, tokens,
+    token file)."""
     torch.manual_seed(0)
     model = GPT(a.vocab, a.layers, a.d, a.heads, a.seq)
     onnx_path = os.path.join(work, "gpt.onnx")
@@ -83,6 +84,18 @@ def main():
     tokens = np.random.default_rng(0).integers(0, a.vocab, a.batch * a.seq * (a.steps + 2) + 1)
     data = os.path.join(work, "tokens.bin")
     tokens.astype(np.uint16).tofile(data)
+    return model, onnx_path, tokens, data
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_model_args(ap, steps=30)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    work = tempfile.mkdtemp(prefix="rewire-train-bench-")
+    model, onnx_path, tokens, data = export_gpt(a, work)
 
     env = dict(os.environ, REWIRE_CACHE_DIR=os.path.join(work, "cache"))
     cmd = [os.path.join(ROOT, "build", "bin", "rewire-train"), onnx_path, "--data=" + data,

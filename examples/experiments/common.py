@@ -90,6 +90,22 @@ def char_corpus(work):
     return tr, va, raw[cut:].astype(np.int64)
 
 
+def char_gpt(work, layers, t=32, b=8, windows=32):
+    """The setup of the character-GPT experiments: the byte corpus, `windows`
+    validation windows of `t` bytes saved as ids.npy (for --layer-stats), and
+    a pre-LN CharGPT (width 32, 2 heads, seed 0) exported to gpt.onnx.
+    Returns (train tokens, validation tokens, ids path, model path)."""
+    import torch
+    import models
+    tr, va, val = char_corpus(work)
+    ids = os.path.join(work, "ids.npy")
+    np.save(ids, np.stack([val[i * t:(i + 1) * t] for i in range(windows)]))
+    torch.manual_seed(0)
+    model = models.export(models.CharGPT(layers=layers, d=32, heads=2, t=t, b=b),
+                          torch.zeros(b, t, dtype=torch.long), os.path.join(work, "gpt.onnx"))
+    return tr, va, ids, model
+
+
 def layer_stats(model, page, residual="", params="", inputs="", batches=4):
     """rewire-report --layer-stats: {(layer, statistic): value} of stream 0."""
     import re

@@ -17,12 +17,10 @@ import re
 import sys
 
 import numpy as np
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common as C  # noqa: E402
-import models  # noqa: E402
 
 VARIANTS = [("standard", ""), ("additive review", "review"),
             ("convex review", "review:combine=convex")]
@@ -35,14 +33,7 @@ def checkpoint_params(ck, step, out):
 
 
 def run(work, rep, layers, steps, snapshots):
-    tr, va, val = C.char_corpus(work)
-    t, b = 32, 8
-    windows = np.stack([val[i * t:(i + 1) * t] for i in range(32)])
-    ids = os.path.join(work, "ids.npy")
-    np.save(ids, windows)
-    torch.manual_seed(0)
-    model = models.export(models.CharGPT(layers=layers, d=32, heads=2, t=t, b=b),
-                          torch.zeros(b, t, dtype=torch.long), os.path.join(work, "gpt.onnx"))
+    tr, va, ids, model = C.char_gpt(work, layers)
     curves, norms, gates = {}, {}, {}
     def train_variant(label, residual):
         tag = label.split()[0]

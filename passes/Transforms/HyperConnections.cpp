@@ -43,13 +43,12 @@ public:
       bool own = i == layer % n;
       if (options.manifold) {
         double p = own ? (n + 1.0) / (2.0 * n) : 1.0 / (2.0 * n);
-        bias[i] = n == 1 ? 0.0 : std::log(p / (1.0 - p));
+        // One stream: p = 1, as sigmoid(20) = 1 in f32.
+        bias[i] = n == 1 ? 20.0 : std::log(p / (1.0 - p));
       } else {
         bias[i] = own ? 1.0 : 0.0;
       }
     }
-    if (options.manifold && n == 1)
-      bias[0] = 20.0; // sigmoid(20) = 1 in f32
     return coefficients(b, loc, x, layer, "pre", bias, /*square=*/false,
                         options.manifold ? HyperMap::sigmoid : HyperMap::tanh);
   }
