@@ -429,6 +429,30 @@ LogicalResult RouteOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RouteSelectOp
+//===----------------------------------------------------------------------===//
+
+int64_t RouteSelectOp::keptRows(int64_t t, double rate) {
+  return t - static_cast<int64_t>(std::floor(rate * static_cast<double>(t)));
+}
+
+LogicalResult RouteSelectOp::verify() {
+  double r = getRate().convertToDouble();
+  if (!(r >= 0.0 && r < 1.0))
+    return emitOpError() << "skip rate must be in [0, 1), got " << r;
+  auto mt = cast<RankedTensorType>(getM().getType());
+  auto it = cast<RankedTensorType>(getIndices().getType());
+  if (mt.getRank() != 3 || mt.getDimSize(2) != 1 || !mt.hasStaticShape())
+    return emitOpError() << "'m' must be a static [B, T, 1] tensor, got " << mt;
+  int64_t k = keptRows(mt.getDimSize(1), r);
+  if (it.getRank() != 2 || it.getDimSize(0) != mt.getDimSize(0) || it.getDimSize(1) != k)
+    return emitOpError() << "result must be [" << mt.getDimSize(0) << ", " << k
+                         << "] (the rows kept of " << mt.getDimSize(1) << " at rate " << r
+                         << "), got " << it;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TapOp
 //===----------------------------------------------------------------------===//
 

@@ -312,11 +312,20 @@ def Residual_RouteOp : Residual_Op<"route", [Pure,
     skip the sublayer, so `residual.nag_add` leaves them unchanged (and a
     lowering may skip their branch computation):
 
-    * `threshold t`: rows with `m < t` skip;
-    * `rate r`: the `floor(r * N)` rows with the smallest `m` among all `N`
-      rows of the tensor skip (ties broken by position), `0 <= r < 1`.
+    * `threshold t`: rows with `m < t` skip. Causal: a row's decision
+      depends on that row only.
+    * `rate r`: within each sequence, the `floor(r * N)` rows with the
+      smallest `m` among its `N` rows skip (ties: the earlier row skips),
+      `0 <= r < 1`. A sequence is one index of the leading axis (`m` of rank
+      3 or more, `[B, T, 1]` or `[B, 1, H, W]`); a rank-1 or rank-2 `m` has
+      no sequence axis and its rows are ranked together. Not causal: whether
+      a token skips depends on the later tokens of its sequence.
 
-    `m` keeps its other values. Folds to `m` for `rate 0`.
+    `m` keeps its other values. Folds to `m` for `rate 0`. This is the
+    masking form: the branch still runs on every row (and in attention a
+    skipped token is still a key and value of the others). `residual-mod`
+    in rate mode instead runs the branch on the routed rows only
+    (`residual.route_select`).
 
     Example:
     ```mlir
@@ -329,6 +338,38 @@ def Residual_RouteOp : Residual_Op<"route", [Pure,
   let assemblyFormat = "$m $mode $value attr-dict `:` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// residual.route_select
+//===----------------------------------------------------------------------===//
+
+def Residual_RouteSelectOp : Residual_Op<"route_select", [Pure]> {
+  let summary = "Mixture-of-Depths: the rows of each sequence that run the sublayer";
+  let description = [{
+    The rows kept by `residual.route %m rate r` (same ranking, same ties),
+    as indices: for `m : [B, T, 1]` the result `[B, K]` (`i64`), with
+    `K = T - floor(r * T)`, lists for each sequence `b` the flat row indices
+    `b * T + t` of its `K` kept tokens in increasing `t`. `nn.gather` of the
+    stream flattened to `[B * T, d]` with these indices gives the routed rows
+    `[B, K, d]` in their original order, so a sublayer run on them sees the
+    routed tokens as its sequence (causal attention stays causal); the update
+    goes back with `nn.scatter_add` (`residual-mod`). Not differentiable
+    (integer result): the router trains through the gathered `m`.
+
+    Example:
+    ```mlir
+    %idx = residual.route_select %m rate 2.500000e-01 : tensor<2x16x1xf32> -> tensor<2x12xi64>
+    ```
+  }];
+  let arguments = (ins Residual_FloatTensor:$m, F64Attr:$rate);
+  let results = (outs TensorOf<[I64]>:$indices);
+  let assemblyFormat = "$m `rate` $rate attr-dict `:` type($m) `->` type($indices)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Rows kept per sequence of `t` rows at skip rate `rate`.
+    static int64_t keptRows(int64_t t, double rate);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

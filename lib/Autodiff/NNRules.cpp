@@ -354,6 +354,14 @@ RULE(GatherRule, nn::GatherOp)
   out.push_back(Value());
 END_RULE
 
+RULE(ScatterAddRule, nn::ScatterAddOp)
+  // The adjoint of a scatter-add is the gather of its cotangent at the same
+  // indices (Mixture-of-Depths puts the routed rows' updates back with it).
+  out.push_back(nn::GatherOp::create(b, typeOf(op.getUpdates()), g[0], op.getIndices(),
+                                     b.getI64IntegerAttr(0)));
+  out.push_back(Value());
+END_RULE
+
 RULE(CrossEntropyRule, nn::CrossEntropyOp)
   out.push_back(nn::CrossEntropyGradOp::create(b, typeOf(op.getLogits()), op.getLogits(),
                                                op.getLabels(), g[0], op.getIgnoreIndexAttr()));
@@ -585,6 +593,7 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::CastOp::attachInterface<CastRule>(*ctx);
     nn::ConstantOp::attachInterface<ConstantRule>(*ctx);
     nn::GatherOp::attachInterface<GatherRule>(*ctx);
+    nn::ScatterAddOp::attachInterface<ScatterAddRule>(*ctx);
     nn::CrossEntropyOp::attachInterface<CrossEntropyRule>(*ctx);
     nn::StopGradientOp::attachInterface<StopGradientRule>(*ctx);
     nn::MaxOp::attachInterface<MaxRule>(*ctx);

@@ -1,6 +1,6 @@
 //===- ResidualRules.cpp - Reverse rules of the residual ops --------------===//
 //
-// add, scale_add, tap and route directly. The other stream ops (gated_add,
+// add, scale_add, tap, route and route_select directly. The other stream ops (gated_add,
 // mix, nag_gate, nag_add, and any new form) need no rule here: backpropagate
 // differentiates them through their decomposition into nn ops
 // (StreamOpInterface::decompose).
@@ -71,6 +71,17 @@ struct RouteRule : ReverseModeOpInterface::ExternalModel<RouteRule, residual::Ro
   }
 };
 
+/// The routed rows' indices are integers: nothing flows back to m through
+/// them (the router trains through the gathered modulator instead).
+struct RouteSelectRule
+    : ReverseModeOpInterface::ExternalModel<RouteSelectRule, residual::RouteSelectOp> {
+  LogicalResult buildAdjoints(Operation *, ImplicitLocOpBuilder &, ArrayRef<Value>,
+                              SmallVectorImpl<Value> &out) const {
+    out.push_back(Value());
+    return success();
+  }
+};
+
 } // namespace
 
 void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
@@ -79,5 +90,6 @@ void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
     residual::TapOp::attachInterface<TapRule>(*ctx);
     residual::ScaleAddOp::attachInterface<ScaleAddRule>(*ctx);
     residual::RouteOp::attachInterface<RouteRule>(*ctx);
+    residual::RouteSelectOp::attachInterface<RouteSelectRule>(*ctx);
   });
 }

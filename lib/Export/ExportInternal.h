@@ -63,6 +63,7 @@ private:
 /// Emits residual.route (Mixture-of-Depths) as ONNX nodes; fails (with a
 /// diagnostic) for a rate over a dynamic shape.
 mlir::LogicalResult exportRoute(rewire::residual::RouteOp op, GraphBuilder &g);
+mlir::LogicalResult exportRouteSelect(rewire::residual::RouteSelectOp op, GraphBuilder &g);
 
 /// The ONNX data type of `t`, or 0 when it has none.
 int32_t onnxDataType(mlir::Type t);

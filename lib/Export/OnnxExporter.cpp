@@ -465,6 +465,19 @@ LogicalResult Exporter::exportOp(Operation *op) {
                            static_cast<int64_t>(gth.getAxis()));
         return success();
       })
+      .Case([&](nn::ScatterAddOp sc) -> LogicalResult {
+        // Rows summed into a zero table: ScatterND with reduction "add"
+        // (opset 16), each index a one-element coordinate.
+        auto rt = cast<RankedTensorType>(sc.getType());
+        if (!rt.hasStaticShape())
+          return sc.emitError() << "exporting nn.scatter_add needs a static result shape";
+        SmallVector<int64_t> shape(rt.getShape());
+        std::string zeros = b.node1("Expand", {b.constF32(0.0f), b.constI64(shape)});
+        std::string coords = b.node1("Unsqueeze", {in(1), b.constI64({-1})});
+        onnx::NodeProto *n = b.node("ScatterND", {zeros, coords, in(0)}, {out()});
+        GraphBuilder::attr(n, "reduction", StringRef("add"));
+        return success();
+      })
       .Case([&](nn::UnsqueezeOp u) {
         b.node("Unsqueeze", {in(0), b.constI64(u.getAxes())}, {out()});
         return success();
@@ -577,6 +590,7 @@ LogicalResult Exporter::exportOp(Operation *op) {
       })
       .Case([&](nn::OnnxNodeOp generic) { return exportGeneric(generic); })
       .Case([&](residual::RouteOp r) { return exportRoute(r, b); })
+      .Case([&](residual::RouteSelectOp r) { return exportRouteSelect(r, b); })
       .Default([&](Operation *other) {
         return other->emitError()
                << "'" << other->getName()

@@ -223,21 +223,40 @@ def ResidualTruncate : Pass<"residual-truncate", "::mlir::ModuleOp"> {
 def ResidualMod : Pass<"residual-mod", "::mlir::ModuleOp"> {
   let summary = "Mixture-of-Depths skipping for NAG updates";
   let description = [{
-    Routes the modulator of every NAG update (`residual.nag_gate` ->
-    `residual.nag_add`) through `residual.route`, so tokens (rows) whose
-    modulator is below `threshold`, or the `rate` fraction of tokens with
-    the smallest modulator, skip the sublayer: the update leaves their state
-    unchanged. Give exactly one of `threshold` (>= 0) and `rate` (in [0, 1)).
-    The paper's exact rule is not known to us (papers.md); both are offered
-    and the skip rate and loss change are for the user to measure.
+    Mixture-of-Depths on every NAG update (`residual.nag_gate` ->
+    `residual.nag_add`): tokens whose modulator is below `threshold`, or the
+    `rate` fraction of each sequence's tokens with the smallest modulator,
+    skip the sublayer and their state passes unchanged. Give exactly one of
+    `threshold` (>= 0) and `rate` (in [0, 1)). The paper's exact rule is not
+    known to us (papers.md); both are offered.
+
+    * Rate mode with `skip` (the default) saves the compute: each sequence
+      keeps the same number of rows, K = T - floor(rate * T), so the kept
+      rows are gathered (`residual.route_select`, `nn.gather`), the sublayer
+      runs on [B, K, d] only, and its update is scattered back
+      (`nn.scatter_add`). The sublayer sees the kept tokens, in order, as
+      its whole sequence: in attention a skipped token is neither a query
+      nor a key/value, and causal attention stays causal among the kept
+      tokens. The router trains through the gathered modulator. Not causal
+      as a decision: which tokens a sequence keeps depends on all of them.
+      A branch that cannot run on a subset of rows (a mask or position table
+      from outside it, a slice along the tokens, an op outside nn) keeps the
+      masked form, with a warning naming the op.
+    * Threshold mode, and rate mode with `skip=false`, mask: the modulator
+      goes through `residual.route`, every row is computed and the skipped
+      rows' update is zero (a skipped token is still a key and value of the
+      others). Threshold mode is causal (a row's decision depends on that
+      row only) but its count is data-dependent, so it does not skip work.
   }];
   let options = [
     Option<"threshold", "threshold", "double", "-1.0",
            "Skip tokens whose modulator m is below this">,
     Option<"rate", "rate", "double", "-1.0",
-           "Skip this fraction of tokens, those with the smallest m">,
+           "Skip this fraction of each sequence's tokens, those with the smallest m">,
+    Option<"skip", "skip", "bool", "true",
+           "Rate mode: run the sublayer on the kept rows only (false: mask)">,
   ];
-  let dependentDialects = ["::rewire::residual::ResidualDialect"];
+  let dependentDialects = ["::rewire::residual::ResidualDialect", "::rewire::nn::NNDialect"];
 }
 
 def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {

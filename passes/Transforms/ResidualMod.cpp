@@ -1,11 +1,18 @@
 //===- ResidualMod.cpp - Mixture-of-Depths skipping for NAG ---------------===//
 //
-// Implements residual-mod: inserts residual.route between each NAG gate and
-// its update, by threshold or by target skip rate.
+// Implements residual-mod. Threshold mode routes each NAG update's
+// modulator through residual.route (the skipped rows' update is masked).
+// Rate mode with `skip` (the default) saves the compute: the rows each
+// sequence keeps (residual.route_select) are gathered, the sublayer branch
+// runs on them only (RowGather.h), and their update is scattered back; a
+// branch that cannot run on a subset of rows keeps the masked form, with a
+// warning that names the op.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
+#include "passes/Transforms/RowGather.h"
 
+#include "dialects/nn/NNOps.h"
 #include "dialects/residual/ResidualOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -23,6 +30,64 @@ struct ResidualModPass : public rewire::impl::ResidualModBase<ResidualModPass> {
   using ResidualModBase::ResidualModBase;
   void runOnOperation() override;
 };
+
+/// Rewrites `op` (R' = nag_add(R, f, alpha, m)) to run f's branch on the
+/// rows routed at `rate` only:
+///   idx = route_select(m);  rows = gather(R, idx);  f' = branch(rows)
+///   R'  = R + scatter_add(nag_add(rows, f', alpha, gather(m, idx)) - rows, idx)
+/// Returns false, with `why` set, where the branch cannot be cloned.
+bool skipBranch(residual::NagAddOp op, double rate, std::string &why) {
+  auto rt = dyn_cast<RankedTensorType>(op.getR().getType());
+  auto stream = cast<residual::StreamOpInterface>(op.getOperation());
+  if (!rt || rt.getRank() != 3 || !rt.hasStaticShape() || stream.getFeatureAxisIndex() != 2) {
+    why = "the stream is not a static [batch, tokens, features] tensor";
+    return false;
+  }
+  if (!op.getF().hasOneUse()) {
+    why = "the sublayer's output has other users than its update";
+    return false;
+  }
+  int64_t b = rt.getDimSize(0), t = rt.getDimSize(1), d = rt.getDimSize(2);
+  int64_t k = residual::RouteSelectOp::keptRows(t, rate);
+  SmallVector<Operation *> ops = branchOps(op.getR(), op.getF());
+  if (ops.empty()) {
+    why = "the sublayer's output is not computed from the stream state";
+    return false;
+  }
+  OpBuilder builder(op);
+  Location loc = op.getLoc();
+  Type elt = rt.getElementType();
+  auto flatType = RankedTensorType::get({b * t, d}, elt);
+  auto rowsType = RankedTensorType::get({b, k, d}, elt);
+  auto mRowsType = RankedTensorType::get({b, k, 1}, elt);
+  Value m = op.getM();
+  auto idx = residual::RouteSelectOp::create(builder, loc, RankedTensorType::get({b, k}, builder.getI64Type()),
+                                             m, builder.getF64FloatAttr(rate));
+  Value flat = nn::ReshapeOp::create(builder, loc, flatType, op.getR());
+  Value rows = nn::GatherOp::create(builder, loc, rowsType, flat, idx, builder.getI64IntegerAttr(0));
+  Value mFlat = nn::ReshapeOp::create(builder, loc, RankedTensorType::get({b * t, 1}, elt), m);
+  Value mRows = nn::GatherOp::create(builder, loc, mRowsType, mFlat, idx, builder.getI64IntegerAttr(0));
+  FailureOr<Value> f = cloneBranchOnRows(builder, ops, op.getR(), op.getF(), rows, why);
+  if (failed(f)) {
+    for (Value v : SmallVector<Value>{mRows, mFlat, rows, flat, idx.getResult()})
+      v.getDefiningOp()->erase();
+    return false;
+  }
+  auto update = residual::NagAddOp::create(builder, loc, rowsType, rows, *f, op.getAlpha(), mRows,
+                                           op.getEpsAttr(), op.getAxisAttr(), op.getStreamAttr(),
+                                           op.getLayerAttr());
+  update->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  Value delta = nn::SubOp::create(builder, loc, rowsType, update, rows);
+  Value back = nn::ScatterAddOp::create(builder, loc, flatType, delta, idx);
+  Value full = nn::ReshapeOp::create(builder, loc, rt, back);
+  Value next = nn::AddOp::create(builder, loc, rt, op.getR(), full);
+  op.replaceAllUsesWith(next);
+  op.erase();
+  for (Operation *dead : llvm::reverse(ops))
+    dead->erase();
+  return true;
+}
+
 } // namespace
 
 void ResidualModPass::runOnOperation() {
@@ -50,6 +115,14 @@ void ResidualModPass::runOnOperation() {
   }
   OpBuilder b(&getContext());
   for (residual::NagAddOp op : updates) {
+    if (byRate && skip) {
+      std::string why;
+      if (skipBranch(op, r, why))
+        continue;
+      op.emitWarning() << "residual-mod: this sublayer keeps computing every row (its skipped "
+                          "rows are masked): "
+                       << why;
+    }
     b.setInsertionPoint(op);
     auto route = residual::RouteOp::create(
         b, op.getLoc(), op.getM().getType(), op.getM(),

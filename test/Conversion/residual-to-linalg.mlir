@@ -43,14 +43,16 @@ func.func @tap(%h: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
-// Routing by rate: ranks from one comparison reduction over all rows (no
-// sort), then a select.
+// Routing by rate: ranks within each sequence from one comparison
+// reduction (no sort), then a select.
 // CHECK-LABEL: func.func @route_rate
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x1xf32> into tensor<2xf32>
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] {{.*}} : tensor<2xf32> into tensor<1x2xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK: arith.cmpf olt
 // CHECK: linalg.generic
 // CHECK: arith.select
+// CHECK: tensor.collapse_shape
 // CHECK: tensor.expand_shape
 func.func @route_rate(%m: tensor<2x1xf32>) -> tensor<2x1xf32> {
   %0 = residual.route %m rate 0.5 : tensor<2x1xf32>
@@ -64,4 +66,16 @@ func.func @route_dynamic(%m: tensor<?x1xf32>) -> tensor<?x1xf32> {
   // expected-error @+1 {{failed to legalize operation 'residual.route' that was explicitly marked illegal}}
   %0 = residual.route %m rate 0.5 : tensor<?x1xf32>
   return %0 : tensor<?x1xf32>
+}
+
+// -----
+
+// The kept rows' indices: the ranks, each kept row's slot (a count of the
+// kept rows before it), and one reduction placing b * T + t at its slot.
+// CHECK-LABEL: func.func @route_select
+// CHECK-COUNT-3: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: return %{{.*}} : tensor<2x6xi64>
+func.func @route_select(%m: tensor<2x8x1xf32>) -> tensor<2x6xi64> {
+  %0 = residual.route_select %m rate 0.25 : tensor<2x8x1xf32> -> tensor<2x6xi64>
+  return %0 : tensor<2x6xi64>
 }

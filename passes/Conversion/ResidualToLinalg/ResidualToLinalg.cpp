@@ -8,6 +8,7 @@
 #include "passes/Conversion/Passes.h"
 #include "passes/Conversion/LinalgBuilders.h"
 #include "passes/Conversion/ResidualToLinalg/HyperToLinalg.h"
+#include "passes/Conversion/ResidualToLinalg/RouteToLinalg.h"
 
 #include "dialects/residual/ResidualDecompose.h"
 #include "dialects/residual/ResidualOps.h"
@@ -482,86 +483,6 @@ struct NagAddLowering : OpConversionPattern<residual::NagAddOp> {
   }
 };
 
-struct RouteLowering : OpConversionPattern<residual::RouteOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(residual::RouteOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    Type elt = op.getType().getElementType();
-    double t = op.getValue().convertToDouble();
-    if (op.getMode() == residual::RouteMode::rate)
-      return lowerRate(op, a.getM(), t, rewriter);
-    rewriter.replaceOp(
-        op, elementwise(rewriter, op.getLoc(), a.getM(), {a.getM()},
-                        {rewriter.getMultiDimIdentityMap(op.getType().getRank())},
-                        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
-                          Value skip = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OLT, v[0],
-                                                             floatConst(nb, l, elt, t));
-                          return arith::SelectOp::create(nb, l, skip, floatConst(nb, l, elt, 0.0), v[0]);
-                        }));
-    return success();
-  }
-
-  /// Rate routing without a sort: every element's rank among all N (its
-  /// count of smaller values, ties broken by position) in one O(N^2)
-  /// reduction; the floor(rate * N) lowest-ranked are zeroed. N is the
-  /// number of routed rows (batch x tokens), so N^2 stays small next to the
-  /// branch it gates (512 rows: 262k compares).
-  LogicalResult lowerRate(residual::RouteOp op, Value m, double rate,
-                          ConversionPatternRewriter &rewriter) const {
-    auto type = cast<RankedTensorType>(op.getType());
-    if (!type.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "static shapes only");
-    Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
-    Type elt = type.getElementType();
-    int64_t n = type.getNumElements();
-    int64_t skip = static_cast<int64_t>(std::floor(rate * static_cast<double>(n)));
-    auto flatType = RankedTensorType::get({n}, elt);
-    SmallVector<ReassociationIndices> all(1);
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      all[0].push_back(i);
-    Value flat = type.getRank() == 1 ? m
-                                     : tensor::CollapseShapeOp::create(rewriter, loc, flatType, m, all)
-                                           .getResult();
-    Type i64 = rewriter.getI64Type();
-    Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{n}, i64);
-    init = linalg::FillOp::create(rewriter, loc,
-                                  arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0)).getResult(),
-                                  init)
-               .getResult(0);
-    AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
-    Value rank =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{init.getType()}, ValueRange{flat, flat}, ValueRange{init},
-            ArrayRef<AffineMap>{AffineMap::get(2, 0, {i}, ctx), AffineMap::get(2, 0, {j}, ctx),
-                                AffineMap::get(2, 0, {i}, ctx)},
-            ArrayRef<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::reduction},
-            [](OpBuilder &b, Location l, ValueRange v) {
-              Value ii = linalg::IndexOp::create(b, l, 0), jj = linalg::IndexOp::create(b, l, 1);
-              Value less = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, v[1], v[0]);
-              Value equal = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v[1], v[0]);
-              Value before = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, jj, ii);
-              Value below = arith::OrIOp::create(b, l, less, arith::AndIOp::create(b, l, equal, before));
-              Value one = arith::ExtUIOp::create(b, l, b.getI64Type(), below);
-              linalg::YieldOp::create(b, l, arith::AddIOp::create(b, l, v[2], one).getResult());
-            })
-            .getResult(0);
-    Value flatOut = elementwise(
-        rewriter, loc, flat, {flat, rank}, {rewriter.getMultiDimIdentityMap(1), rewriter.getMultiDimIdentityMap(1)},
-        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
-          Value cut = arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(skip));
-          Value drop = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, v[1], cut);
-          return arith::SelectOp::create(nb, l, drop, floatConst(nb, l, elt, 0.0), v[0]);
-        });
-    Value out = type.getRank() == 1
-                    ? flatOut
-                    : tensor::ExpandShapeOp::create(rewriter, loc, type, flatOut, all).getResult();
-    rewriter.replaceOp(op, out);
-    return success();
-  }
-};
-
 /// A gated or NAG op whose feature axis is not the last (a CNN's channel
 /// axis 1 of NCHW): the same op on operands transposed so that the feature
 /// axis is last, transposed back. The operands and results of the stream's
@@ -631,10 +552,11 @@ struct ConvertResidualToLinalgPass
     target.addIllegalDialect<residual::ResidualDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<AddLowering, ScaleAddLowering, GatedAddLowering, MixLowering,
-                 TapLowering, NagGateLowering, NagAddLowering, RouteLowering,
+                 TapLowering, NagGateLowering, NagAddLowering,
                  FeatureAxisLast<residual::GatedAddOp>, FeatureAxisLast<residual::NagGateOp>,
                  FeatureAxisLast<residual::NagAddOp>>(ctx);
     populateHyperToLinalgPatterns(patterns);
+    populateRouteToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

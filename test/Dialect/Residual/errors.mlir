@@ -519,3 +519,27 @@ func.func @value_mix_lambda(%v: tensor<2x8xf32>, %a: tensor<2xf32>, %b: tensor<f
   %0 = residual.value_mix %v, %v, %a, %b stream 0 layer 1 : tensor<2x8xf32>, tensor<2xf32>, tensor<f32>
   return %0 : tensor<2x8xf32>
 }
+
+// -----
+
+func.func @route_select_count(%m: tensor<2x8x1xf32>) -> tensor<2x8xi64> {
+  // expected-error @+1 {{result must be [2, 6] (the rows kept of 8 at rate 2.500000e-01), got 'tensor<2x8xi64>'}}
+  %0 = residual.route_select %m rate 0.25 : tensor<2x8x1xf32> -> tensor<2x8xi64>
+  return %0 : tensor<2x8xi64>
+}
+
+// -----
+
+func.func @route_select_rank(%m: tensor<16x1xf32>) -> tensor<2x6xi64> {
+  // expected-error @+1 {{'m' must be a static [B, T, 1] tensor, got 'tensor<16x1xf32>'}}
+  %0 = residual.route_select %m rate 0.25 : tensor<16x1xf32> -> tensor<2x6xi64>
+  return %0 : tensor<2x6xi64>
+}
+
+// -----
+
+func.func @route_select_rate(%m: tensor<2x8x1xf32>) -> tensor<2x1xi64> {
+  // expected-error @+1 {{skip rate must be in [0, 1), got 1.000000e+00}}
+  %0 = residual.route_select %m rate 1.0 : tensor<2x8x1xf32> -> tensor<2x1xi64>
+  return %0 : tensor<2x1xi64>
+}

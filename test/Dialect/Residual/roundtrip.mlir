@@ -110,6 +110,13 @@ func.func @route(%m: tensor<2x8x1xf32>) -> (tensor<2x8x1xf32>, tensor<2x8x1xf32>
   return %0, %1 : tensor<2x8x1xf32>, tensor<2x8x1xf32>
 }
 
+// CHECK-LABEL: func.func @route_select
+func.func @route_select(%m: tensor<2x8x1xf32>) -> tensor<2x6xi64> {
+  // CHECK: residual.route_select %{{.*}} rate 2.500000e-01 : tensor<2x8x1xf32> -> tensor<2x6xi64>
+  %0 = residual.route_select %m rate 0.25 : tensor<2x8x1xf32> -> tensor<2x6xi64>
+  return %0 : tensor<2x6xi64>
+}
+
 // CHECK-LABEL: func.func @hyper
 func.func @hyper(%h: tensor<2x8x64xf32>, %u: tensor<2x8x64xf32>, %a: tensor<f32>, %wp: tensor<256x4xf32>,
                  %wr: tensor<256x16xf32>, %wt: tensor<64x1xf32>, %b: tensor<4xf32>, %bb: tensor<4x4xf32>)

@@ -180,9 +180,9 @@ CASES = [
     case("route threshold 0.5",
          "residual.route %m threshold 0.5 : tensor<2x5x1xf32>",
          [("m", [B, T, 1])], [B, T, 1], lambda m: np.where(m < 0.5, 0.0, m)),
-    case("route rate 0.3 (3 of 10 rows skip)",
-         "residual.route %m rate 0.3 : tensor<2x5x1xf32>",
-         [("m", [B, T, 1])], [B, T, 1], lambda m: route_rate_ref(m, 0.3)),
+    case("route rate 0.4 (2 of 5 rows of each sequence skip)",
+         "residual.route %m rate 0.4 : tensor<2x5x1xf32>",
+         [("m", [B, T, 1])], [B, T, 1], lambda m: route_rate_ref(m, 0.4)),
     case("tap", 'residual.tap %h name "depth1" stream 0 layer 1 : $T'.replace("$T", t(S)),
          [("h", S)], S, lambda h: h),
 ]
@@ -194,10 +194,12 @@ def nchw(fn, *xs):
 
 
 def route_rate_ref(m, rate):
-    """The floor(rate * N) smallest of all N values become 0 (ties by position)."""
-    flat = m.reshape(-1).copy()
-    flat[np.argsort(flat, kind="stable")[: int(rate * flat.size)]] = 0.0
-    return flat.reshape(m.shape)
+    """In each sequence (index of the leading axis), the floor(rate * N)
+    smallest of its N values become 0 (ties: the earlier first)."""
+    seqs = m.reshape(m.shape[0], -1).copy()
+    for row in seqs:
+        row[np.argsort(row, kind="stable")[: int(rate * row.size)]] = 0.0
+    return seqs.reshape(m.shape)
 
 
 def nag_add_ref(R, f, a, m, eps=1e-6):

@@ -1,0 +1,244 @@
+//===- RowGather.cpp - Run a branch on a subset of its rows ---------------===//
+//
+// Clones a sublayer branch onto the rows Mixture-of-Depths routes to it.
+// The branch's ops are re-typed one by one: those that infer their result
+// type (most nn ops: matmul, transpose, attention, broadcasting arithmetic)
+// infer it from the gathered operands, those whose result has their
+// operand's shape (norms, softmax, unary ops, casts) keep it, and a reshape
+// keeps the token axis whole (T -> K in the input and the output axis that
+// holds it). Each clone is verified; anything that cannot be re-typed
+// exactly fails with the op named, and the caller keeps the masked form.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Transforms/RowGather.h"
+
+#include "dialects/nn/NNDialect.h"
+#include "dialects/nn/NNOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace rewire;
+
+SmallVector<Operation *> rewire::branchOps(Value input, Value output) {
+  SmallVector<Operation *> ops;
+  Operation *end = output ? output.getDefiningOp() : nullptr;
+  if (!input || !end)
+    return ops;
+  Block *block = end->getBlock();
+  // Forward from the input, within the block, up to the output's op.
+  llvm::DenseSet<Operation *> reach;
+  SmallVector<Value> work = {input};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      Operation *op = block->findAncestorOpInBlock(*user);
+      if (!op || (op != end && !op->isBeforeInBlock(end)))
+        continue;
+      if (reach.insert(op).second)
+        for (Value r : op->getResults())
+          work.push_back(r);
+    }
+  }
+  if (!reach.contains(end))
+    return ops;
+  // Backward from the output through the reached ops.
+  llvm::SetVector<Operation *> need;
+  SmallVector<Operation *> stack = {end};
+  while (!stack.empty()) {
+    Operation *op = stack.pop_back_val();
+    if (!need.insert(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp(); def && reach.contains(def))
+        stack.push_back(def);
+  }
+  ops.assign(need.begin(), need.end());
+  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ops;
+}
+
+namespace {
+
+/// The axes where `now` differs from `was` (the token axes of a re-typed
+/// value).
+SmallVector<int64_t> changedAxes(Type was, Type now) {
+  SmallVector<int64_t> axes;
+  auto a = dyn_cast<RankedTensorType>(was), b = dyn_cast<RankedTensorType>(now);
+  if (!a || !b || a.getRank() != b.getRank())
+    return axes;
+  for (int64_t i = 0; i < a.getRank(); ++i)
+    if (a.getDimSize(i) != b.getDimSize(i))
+      axes.push_back(i);
+  return axes;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+/// The axes an op selects positions along (a slice, split, concat, gather),
+/// normalized; empty for other ops.
+SmallVector<int64_t> positionalAxes(Operation *op) {
+  SmallVector<int64_t> axes;
+  int64_t rank = 0;
+  if (op->getNumOperands())
+    if (auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType()))
+      rank = t.getRank();
+  auto norm = [&](int64_t a) { return a < 0 ? a + rank : a; };
+  if (auto s = dyn_cast<nn::SliceOp>(op)) {
+    if (auto a = s.getAxes())
+      for (int64_t x : *a)
+        axes.push_back(norm(x));
+    else
+      for (int64_t i = 0; i < static_cast<int64_t>(s.getStarts().size()); ++i)
+        axes.push_back(i);
+  } else if (auto s = dyn_cast<nn::SplitOp>(op)) {
+    axes.push_back(norm(s.getAxis()));
+  } else if (auto c = dyn_cast<nn::ConcatOp>(op)) {
+    axes.push_back(norm(c.getAxis()));
+  } else if (auto g = dyn_cast<nn::GatherOp>(op)) {
+    axes.push_back(norm(g.getAxis()));
+  }
+  return axes;
+}
+
+struct Cloner {
+  Cloner(OpBuilder &b, int64_t t, int64_t k, std::string &why) : b(b), t(t), k(k), why(why) {}
+  OpBuilder &b;
+  int64_t t, k;
+  std::string &why;
+  IRMapping map;
+  /// Q of a re-typed value's token axis: the axis holds P * T * Q entries,
+  /// the token index scaled by Q (a reshape that merged inner axes into it).
+  llvm::DenseMap<Value, int64_t> inner;
+  SmallVector<Operation *> clones;
+
+  LogicalResult fail(Operation *op, const Twine &msg) {
+    llvm::raw_string_ostream os(why);
+    os << "'" << op->getName() << "' at " << op->getLoc() << " " << msg;
+    for (Operation *c : llvm::reverse(clones))
+      c->erase();
+    clones.clear();
+    return failure();
+  }
+
+  int64_t innerOf(Value v) const {
+    auto it = inner.find(v);
+    return it == inner.end() ? 1 : it->second;
+  }
+
+  /// The re-typed result of a reshape whose input's token axis is `axis`.
+  FailureOr<Type> reshape(Operation *old, Value input, Value newInput) {
+    auto in = cast<RankedTensorType>(input.getType());
+    auto out = cast<RankedTensorType>(old->getResult(0).getType());
+    if (!in.hasStaticShape() || !out.hasStaticShape())
+      return failure();
+    SmallVector<int64_t> axes = changedAxes(input.getType(), newInput.getType());
+    if (axes.empty())
+      return Type(out);
+    if (axes.size() != 1)
+      return failure();
+    int64_t a = axes[0], q = innerOf(newInput);
+    if (in.getDimSize(a) % (t * q) != 0)
+      return failure();
+    int64_t stride = q * product(in.getShape().drop_front(a + 1));
+    for (int64_t o = 0; o < out.getRank(); ++o) {
+      int64_t below = product(out.getShape().drop_front(o + 1));
+      if (below > stride || below * out.getDimSize(o) <= stride)
+        continue;
+      if (stride % below != 0)
+        return failure();
+      int64_t qo = stride / below;
+      if (out.getDimSize(o) % (t * qo) != 0)
+        return failure();
+      SmallVector<int64_t> shape(out.getShape());
+      shape[o] = shape[o] / t * k;
+      inner[old->getResult(0)] = qo; // re-keyed to the clone by the caller
+      return Type(RankedTensorType::get(shape, out.getElementType()));
+    }
+    return failure();
+  }
+
+  FailureOr<Value> run(ArrayRef<Operation *> ops, Value input, Value output, Value rows) {
+    llvm::DenseSet<Operation *> inBranch(ops.begin(), ops.end());
+    map.map(input, rows);
+    MLIRContext *ctx = b.getContext();
+    for (Operation *op : ops) {
+      if (!isa<nn::NNDialect>(op->getDialect()))
+        return fail(op, "is not an nn op; only nn ops can run on the routed rows");
+      if (op->getNumRegions() || isa<nn::OnnxNodeOp, nn::ConvOp, nn::MaxPoolOp,
+                                     nn::GlobalAveragePoolOp, nn::ScatterAddOp>(op))
+        return fail(op, "has no row-wise form; it cannot run on the routed rows only");
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (r != output && !inBranch.contains(user))
+            return fail(op, "has a result used outside the sublayer branch");
+      for (int64_t axis : positionalAxes(op))
+        for (Value v : op->getOperands())
+          if (map.contains(v) && llvm::is_contained(changedAxes(v.getType(), map.lookup(v).getType()), axis))
+            return fail(op, "selects positions along the token axis");
+      Operation *c = b.clone(*op, map);
+      clones.push_back(c);
+      SmallVector<Type> types;
+      if (auto infer = dyn_cast<InferTypeOpInterface>(c)) {
+        if (failed(infer.inferReturnTypes(ctx, std::nullopt, c->getOperands(), c->getAttrDictionary(),
+                                          c->getPropertiesStorage(), c->getRegions(), types)))
+          return fail(op, "cannot take the routed rows: an operand from outside the branch has a "
+                          "token axis (a mask or position table?)");
+      } else if (isa<nn::ReshapeOp>(op)) {
+        FailureOr<Type> rt = reshape(op, op->getOperand(0), c->getOperand(0));
+        if (failed(rt))
+          return fail(op, "splits or reorders the token axis");
+        types.push_back(*rt);
+      } else if (isa<nn::LayerNormOp, nn::RMSNormOp, nn::SoftmaxOp, nn::GeluOp, nn::CastOp,
+                     nn::BitcastOp, nn::StopGradientOp, nn::CumSumOp, nn::BatchNormOp>(op)) {
+        auto x = cast<RankedTensorType>(c->getOperand(0).getType());
+        types.push_back(
+            RankedTensorType::get(x.getShape(), cast<ShapedType>(op->getResult(0).getType()).getElementType()));
+      } else {
+        return fail(op, "has no known result type on the routed rows");
+      }
+      int64_t q = 1;
+      for (Value v : op->getOperands())
+        if (map.contains(v) && !changedAxes(v.getType(), map.lookup(v).getType()).empty()) {
+          q = innerOf(map.lookup(v));
+          break;
+        }
+      for (auto [old, neu, type] : llvm::zip(op->getResults(), c->getResults(), types)) {
+        neu.setType(type);
+        auto it = inner.find(old);
+        if (it != inner.end()) {
+          inner[neu] = it->second;
+          inner.erase(it);
+        } else if (q != 1) {
+          inner[neu] = q;
+        }
+      }
+      if (failed(mlir::verify(c)))
+        return fail(op, "does not verify on the routed rows");
+    }
+    Value result = map.lookupOrNull(output);
+    if (!result)
+      return fail(output.getDefiningOp() ? output.getDefiningOp() : input.getParentBlock()->getParentOp(),
+                  "is not computed from the stream state");
+    return result;
+  }
+};
+
+} // namespace
+
+FailureOr<Value> rewire::cloneBranchOnRows(OpBuilder &b, ArrayRef<Operation *> ops, Value input,
+                                           Value output, Value rows, std::string &why) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto rt = cast<RankedTensorType>(rows.getType());
+  Cloner cloner(b, in.getDimSize(1), rt.getDimSize(1), why);
+  return cloner.run(ops, input, output, rows);
+}
