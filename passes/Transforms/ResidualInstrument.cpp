@@ -108,6 +108,18 @@ void ResidualInstrumentPass::runOnOperation() {
               b, mt, nn::CastOp::create(b, RankedTensorType::get(mt.getShape(), b.getI1Type()), gate));
           stats.push_back(nn::SubOp::create(b, nn::scalar(b, mt.getElementType(), 1.0), meanAll(b, kept)));
           names.push_back(prefix + ".skip");
+        } else if (auto g = n.getM().getDefiningOp<nn::GatherOp>()) {
+          // Skipping (residual-mod's gathered form): the update runs on the
+          // K kept rows of each sequence's T, so its statistics are theirs
+          // and 1 - K/T of the rows skip, by construction.
+          if (auto sel = g.getIndices().getDefiningOp<residual::RouteSelectOp>()) {
+            auto mt = cast<RankedTensorType>(sel.getM().getType());
+            auto it = cast<RankedTensorType>(sel.getType());
+            double skipped = 1.0 - static_cast<double>(it.getDimSize(1)) /
+                                       static_cast<double>(mt.getDimSize(1));
+            stats.push_back(nn::scalar(b, mt.getElementType(), skipped));
+            names.push_back(prefix + ".skip");
+          }
         }
       }
       if (auto w = dyn_cast<residual::HyperWriteOp>(raw)) {

@@ -124,6 +124,8 @@ struct Cloner {
   LogicalResult fail(Operation *op, const Twine &msg) {
     llvm::raw_string_ostream os(why);
     os << "'" << op->getName() << "' at " << op->getLoc() << " " << msg;
+    for (Operation *c : clones)
+      c->dropAllReferences();
     for (Operation *c : llvm::reverse(clones))
       c->erase();
     clones.clear();
@@ -167,6 +169,44 @@ struct Cloner {
     return failure();
   }
 
+  /// A constant [..., T, T] whose entry (i, j) is one value where j <= i
+  /// and another where j > i (a causal mask, boolean or additive), as the
+  /// same pattern on [..., K, K], built before `user`: the kept rows are in
+  /// increasing position, so row i may see row j of them exactly when
+  /// j <= i. Null for anything else.
+  Value causalOnRows(Value v, Operation *user) {
+    auto cst = v.getDefiningOp<nn::ConstantOp>();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!cst || !type || type.getRank() < 2 || !type.hasStaticShape() ||
+        type.getDimSize(type.getRank() - 1) != t || type.getDimSize(type.getRank() - 2) != t)
+      return {};
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!dense)
+      return {};
+    auto values = dense.getValues<Attribute>();
+    Attribute lower = values[0], upper = t > 1 ? values[1] : values[0];
+    int64_t slices = type.getNumElements() / (t * t);
+    for (int64_t s = 0; s < slices; ++s)
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < t; ++j)
+          if (values[(s * t + i) * t + j] != (j <= i ? lower : upper))
+            return {};
+    SmallVector<int64_t> shape(type.getShape());
+    shape[shape.size() - 1] = shape[shape.size() - 2] = k;
+    auto newType = RankedTensorType::get(shape, type.getElementType());
+    SmallVector<Attribute> out;
+    out.reserve(slices * k * k);
+    for (int64_t s = 0; s < slices; ++s)
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          out.push_back(j <= i ? lower : upper);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(user);
+    auto made = nn::ConstantOp::create(b, cst.getLoc(), newType, DenseElementsAttr::get(newType, out));
+    clones.push_back(made);
+    return made.getResult();
+  }
+
   FailureOr<Value> run(ArrayRef<Operation *> ops, Value input, Value output, Value rows) {
     llvm::DenseSet<Operation *> inBranch(ops.begin(), ops.end());
     map.map(input, rows);
@@ -187,6 +227,10 @@ struct Cloner {
             return fail(op, "selects positions along the token axis");
       Operation *c = b.clone(*op, map);
       clones.push_back(c);
+      for (OpOperand &use : c->getOpOperands())
+        if (!map.contains(op->getOperand(use.getOperandNumber())))
+          if (Value causal = causalOnRows(use.get(), c))
+            use.set(causal);
       SmallVector<Type> types;
       if (auto infer = dyn_cast<InferTypeOpInterface>(c)) {
         if (failed(infer.inferReturnTypes(ctx, std::nullopt, c->getOperands(), c->getAttrDictionary(),
