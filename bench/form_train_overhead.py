@@ -17,7 +17,6 @@ Needs torch (any version: train_step.py only exports the model with it) and the 
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -27,17 +26,9 @@ import time
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import add_model_args, export_gpt  # noqa: E402
+from train_step import add_model_args, cpu_model, export_gpt  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 def main():

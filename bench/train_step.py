@@ -61,6 +61,15 @@ class GPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
+def cpu_model():
+    """The CPU's model name, as /proc/cpuinfo gives it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
 def add_model_args(ap, steps):
     """The benchmark GPT's shape options (shared with form_train_overhead.py)."""
     ap.add_argument("--layers", type=int, default=4)

@@ -121,6 +121,15 @@ def layer_stats(model, page, residual="", params="", inputs="", batches=4):
     return {(int(l), stat): float(v) for s, l, _, stat, v in rows if s == "0"}
 
 
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo), for reports that time things."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return "an unknown CPU"
+
+
 def read_safetensors(path):
     """{name: float32 array} of a safetensors file."""
     blob = open(path, "rb").read()

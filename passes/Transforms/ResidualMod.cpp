@@ -16,6 +16,7 @@
 #include "dialects/residual/ResidualOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace rewire {
 #define GEN_PASS_DEF_RESIDUALMOD
@@ -83,8 +84,18 @@ bool skipBranch(residual::NagAddOp op, double rate, std::string &why) {
   Value next = nn::AddOp::create(builder, loc, rt, op.getR(), full);
   op.replaceAllUsesWith(next);
   op.erase();
+  // The branch's constants that only it used (a causal mask replaced by
+  // the kept rows' one) go with it.
+  llvm::SetVector<Operation *> constants;
+  for (Operation *dead : ops)
+    for (Value v : dead->getOperands())
+      if (auto c = v.getDefiningOp<nn::ConstantOp>())
+        constants.insert(c);
   for (Operation *dead : llvm::reverse(ops))
     dead->erase();
+  for (Operation *c : constants)
+    if (c->use_empty())
+      c->erase();
   return true;
 }
 

@@ -111,6 +111,17 @@ def main():
             run(["rewire-compile", onnx, "--precise-math", "-o", cpu] + flags)
             compile_cuda(onnx, gpu, flags)
             ok &= parity(out, cpu, gpu, "forward", [("i64", (2, 8))], rng, "gpt-" + form)
+        # Mixture-of-Depths that skips: each sublayer on 6 of each sequence's 8 tokens.
+        mlir, mod = os.path.join(out, "gpt.mlir"), os.path.join(out, "gpt-mod.mlir")
+        run(["rewire-import", onnx, "-o", mlir])
+        run(["rewire-opt", mlir, "-o", mod, "--pass-pipeline=builtin.module(func.func(residual-detect),"
+             "residual-rewrite{kind=nag},residual-mod{rate=0.25})"])
+        if open(mod).read().count("residual.route_select") != 4:
+            sys.exit("FAIL gpt-nag-mod: the sublayers do not run on the kept rows")
+        cpu, gpu = os.path.join(out, "gpt-mod.rwx"), os.path.join(out, "gpt-mod.rwcu")
+        run(["rewire-compile", mod, "--precise-math", "-o", cpu])
+        compile_cuda(mod, gpu)
+        ok &= parity(out, cpu, gpu, "forward", [("i64", (2, 8))], rng, "gpt-nag-mod")
     if "--models" in sys.argv:
         models = os.path.join(out, "models")
         for name in sys.argv[sys.argv.index("--models") + 1].split(","):
