@@ -68,7 +68,7 @@ bool skipBranch(residual::NagAddOp op, double rate, std::string &why) {
   Value rows = nn::GatherOp::create(builder, loc, rowsType, flat, idx, builder.getI64IntegerAttr(0));
   Value mFlat = nn::ReshapeOp::create(builder, loc, RankedTensorType::get({b * t, 1}, elt), m);
   Value mRows = nn::GatherOp::create(builder, loc, mRowsType, mFlat, idx, builder.getI64IntegerAttr(0));
-  FailureOr<Value> f = cloneBranchOnRows(builder, ops, op.getR(), op.getF(), rows, why);
+  FailureOr<Value> f = cloneBranchOnRows(builder, ops, op.getR(), op.getF(), rows, idx, why);
   if (failed(f)) {
     for (Value v : SmallVector<Value>{mRows, mFlat, rows, flat, idx.getResult()})
       v.getDefiningOp()->erase();

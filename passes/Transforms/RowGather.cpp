@@ -111,15 +111,20 @@ SmallVector<int64_t> positionalAxes(Operation *op) {
 }
 
 struct Cloner {
-  Cloner(OpBuilder &b, int64_t t, int64_t k, std::string &why) : b(b), t(t), k(k), why(why) {}
+  Cloner(OpBuilder &b, int64_t t, int64_t k, Value indices, std::string &why)
+      : b(b), t(t), k(k), indices(indices), why(why) {}
   OpBuilder &b;
   int64_t t, k;
+  /// The kept rows' flat indices b * T + t, [B, K].
+  Value indices;
   std::string &why;
   IRMapping map;
   /// Q of a re-typed value's token axis: the axis holds P * T * Q entries,
   /// the token index scaled by Q (a reshape that merged inner axes into it).
   llvm::DenseMap<Value, int64_t> inner;
   SmallVector<Operation *> clones;
+  /// The batch axis of a re-typed value, where it is known (one whole axis).
+  llvm::DenseMap<Value, int64_t> batchAxis;
 
   LogicalResult fail(Operation *op, const Twine &msg) {
     llvm::raw_string_ostream os(why);
@@ -207,9 +212,122 @@ struct Cloner {
     return made.getResult();
   }
 
+  int64_t batchSize() const { return cast<RankedTensorType>(indices.getType()).getDimSize(0); }
+
+  template <typename OpTy, typename... Args>
+  Value make(Location loc, Args &&...args) {
+    auto op = OpTy::create(b, loc, std::forward<Args>(args)...);
+    clones.push_back(op);
+    return op->getResult(0);
+  }
+
+  /// A tensor [1, ..., 1, T, T] from outside the branch (a causal or other
+  /// mask held as a parameter), combined with a branch value [B, ..., K, K]
+  /// whose batch axis is 0 and whose last two axes are the token axes: the
+  /// entries of each sequence's kept positions, mask[b, i, j] =
+  /// E[p_b,i, p_b,j], gathered at run time as [B, 1, ..., K, K]. Built
+  /// before `user`; null where that does not apply.
+  Value maskOnRows(Value v, Operation *user, Operation *old) {
+    auto et = dyn_cast<RankedTensorType>(v.getType());
+    if (!et || !et.hasStaticShape() || et.getRank() < 2 || et.getDimSize(et.getRank() - 1) != t ||
+        et.getDimSize(et.getRank() - 2) != t)
+      return {};
+    for (int64_t i = 0; i + 2 < et.getRank(); ++i)
+      if (et.getDimSize(i) != 1)
+        return {};
+    int64_t rank = -1;
+    for (auto [was, now] : llvm::zip(old->getOperands(), user->getOperands())) {
+      if (!map.contains(was))
+        continue;
+      auto nt = cast<RankedTensorType>(now.getType());
+      auto it = batchAxis.find(now);
+      SmallVector<int64_t> axes = changedAxes(was.getType(), now.getType());
+      if (it != batchAxis.end() && it->second == 0 && nt.getRank() >= 3 && nt.getRank() >= et.getRank() &&
+          axes == SmallVector<int64_t>{nt.getRank() - 2, nt.getRank() - 1})
+        rank = nt.getRank();
+    }
+    if (rank < 0)
+      return {};
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(user);
+    Location loc = user->getLoc();
+    int64_t bs = batchSize();
+    Type i64 = b.getI64Type();
+    SmallVector<int64_t> offsets;
+    for (int64_t i = 0; i < bs; ++i)
+      offsets.push_back(i * t);
+    auto offType = RankedTensorType::get({bs, 1}, i64);
+    Value off = make<nn::ConstantOp>(loc, offType, DenseElementsAttr::get(offType, ArrayRef<int64_t>(offsets)));
+    Value pos = make<nn::SubOp>(loc, indices.getType(), indices, off);
+    Value pi = make<nn::ReshapeOp>(loc, RankedTensorType::get({bs, k, 1}, i64), pos);
+    Value pj = make<nn::ReshapeOp>(loc, RankedTensorType::get({bs, 1, k}, i64), pos);
+    auto scalarType = RankedTensorType::get({}, i64);
+    Value tc = make<nn::ConstantOp>(loc, scalarType, DenseElementsAttr::get(scalarType, ArrayRef<int64_t>{t}));
+    auto pairType = RankedTensorType::get({bs, k, k}, i64);
+    Value at = make<nn::AddOp>(loc, pairType, make<nn::MulOp>(loc, RankedTensorType::get({bs, k, 1}, i64), pi, tc),
+                               pj);
+    Value flat = make<nn::ReshapeOp>(loc, RankedTensorType::get({t * t}, et.getElementType()), v);
+    Value got = make<nn::GatherOp>(loc, RankedTensorType::get({bs, k, k}, et.getElementType()), flat, at,
+                                   b.getI64IntegerAttr(0));
+    SmallVector<int64_t> shape(rank, 1);
+    shape[0] = bs;
+    shape[rank - 2] = shape[rank - 1] = k;
+    return make<nn::ReshapeOp>(loc, RankedTensorType::get(shape, et.getElementType()), got);
+  }
+
+  /// The batch axis of `c`'s result, from its operands' (the results of `c`
+  /// have their new types): carried through transposes, reshapes that keep
+  /// it whole, matmul batch and row/column axes, and ops whose result axes
+  /// align with their operands' from the right.
+  void trackBatch(Operation *old, Operation *c) {
+    for (auto [was, now] : llvm::zip(old->getOperands(), c->getOperands())) {
+      auto it = batchAxis.find(now);
+      if (!map.contains(was) || it == batchAxis.end())
+        continue;
+      int64_t ba = it->second;
+      auto nt = cast<RankedTensorType>(now.getType());
+      for (Value r : c->getResults()) {
+        auto rt = dyn_cast<RankedTensorType>(r.getType());
+        if (!rt)
+          continue;
+        int64_t axis = -1;
+        if (auto tr = dyn_cast<nn::TransposeOp>(c)) {
+          // No perm: ONNX's default, the axes reversed.
+          SmallVector<int64_t> perm;
+          if (auto p = tr.getPerm())
+            perm.assign(p->begin(), p->end());
+          else
+            for (int64_t i = nt.getRank() - 1; i >= 0; --i)
+              perm.push_back(i);
+          for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i)
+            if (perm[i] == ba)
+              axis = i;
+        } else if (isa<nn::ReshapeOp>(c)) {
+          int64_t stride = product(nt.getShape().drop_front(ba + 1));
+          for (int64_t o = 0; o < rt.getRank(); ++o)
+            if (product(rt.getShape().drop_front(o + 1)) == stride && rt.getDimSize(o) == nt.getDimSize(ba))
+              axis = o;
+        } else if (isa<nn::MatMulOp>(c)) {
+          bool lhs = now == c->getOperand(0);
+          int64_t r = nt.getRank();
+          if ((lhs && ba != r - 1) || (!lhs && ba != r - 2))
+            axis = ba + rt.getRank() - r;
+        } else if (!isa<nn::ReduceMeanOp, nn::ReduceSumOp, nn::ReduceMaxOp, nn::ReduceMinOp,
+                        nn::ReduceProdOp, nn::ArgReduceOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::GatherOp,
+                        nn::ConcatOp>(c)) {
+          axis = ba + rt.getRank() - nt.getRank();
+        }
+        if (axis >= 0 && axis < rt.getRank() && rt.getDimSize(axis) == nt.getDimSize(ba))
+          batchAxis[r] = axis;
+      }
+      return;
+    }
+  }
+
   FailureOr<Value> run(ArrayRef<Operation *> ops, Value input, Value output, Value rows) {
     llvm::DenseSet<Operation *> inBranch(ops.begin(), ops.end());
     map.map(input, rows);
+    batchAxis[rows] = 0;
     MLIRContext *ctx = b.getContext();
     for (Operation *op : ops) {
       if (!isa<nn::NNDialect>(op->getDialect()))
@@ -228,9 +346,12 @@ struct Cloner {
       Operation *c = b.clone(*op, map);
       clones.push_back(c);
       for (OpOperand &use : c->getOpOperands())
-        if (!map.contains(op->getOperand(use.getOperandNumber())))
-          if (Value causal = causalOnRows(use.get(), c))
-            use.set(causal);
+        if (!map.contains(op->getOperand(use.getOperandNumber()))) {
+          if (Value rowsOnly = causalOnRows(use.get(), c))
+            use.set(rowsOnly);
+          else if (Value gathered = maskOnRows(use.get(), c, op))
+            use.set(gathered);
+        }
       SmallVector<Type> types;
       if (auto infer = dyn_cast<InferTypeOpInterface>(c)) {
         if (failed(infer.inferReturnTypes(ctx, std::nullopt, c->getOperands(), c->getAttrDictionary(),
@@ -266,6 +387,7 @@ struct Cloner {
           inner[neu] = q;
         }
       }
+      trackBatch(op, c);
       if (failed(mlir::verify(c)))
         return fail(op, "does not verify on the routed rows");
     }
@@ -280,9 +402,9 @@ struct Cloner {
 } // namespace
 
 FailureOr<Value> rewire::cloneBranchOnRows(OpBuilder &b, ArrayRef<Operation *> ops, Value input,
-                                           Value output, Value rows, std::string &why) {
+                                           Value output, Value rows, Value indices, std::string &why) {
   auto in = cast<RankedTensorType>(input.getType());
   auto rt = cast<RankedTensorType>(rows.getType());
-  Cloner cloner(b, in.getDimSize(1), rt.getDimSize(1), why);
+  Cloner cloner(b, in.getDimSize(1), rt.getDimSize(1), indices, why);
   return cloner.run(ops, input, output, rows);
 }

@@ -21,7 +21,8 @@ llvm::SmallVector<mlir::Operation *> branchOps(mlir::Value input, mlir::Value ou
 
 /// Clones the branch `ops` (from branchOps) at `b`'s insertion point with
 /// `input` replaced by `rows`, which has `input`'s type except K instead of
-/// T on axis 1, and returns the clone of `output`. The branch sees the rows
+/// T on axis 1 (the rows at the flat indices `indices`, [B, K], of
+/// residual.route_select), and returns the clone of `output`. The branch sees the rows
 /// as its whole sequence: a reduction or an attention over the token axis
 /// covers the routed rows only. Fails, with the clones erased and `why` set
 /// to a sentence naming the op, where that cannot be done exactly: an
@@ -33,7 +34,8 @@ llvm::SmallVector<mlir::Operation *> branchOps(mlir::Value input, mlir::Value ou
 mlir::FailureOr<mlir::Value> cloneBranchOnRows(mlir::OpBuilder &b,
                                                llvm::ArrayRef<mlir::Operation *> ops,
                                                mlir::Value input, mlir::Value output,
-                                               mlir::Value rows, std::string &why);
+                                               mlir::Value rows, mlir::Value indices,
+                                               std::string &why);
 
 } // namespace rewire
 

@@ -28,13 +28,15 @@ def _finite(v):
 
 
 def read_safetensors(path):
+    """{name: float32 tensor} of the F32 entries (a boolean mask held as a
+    parameter is left out)."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
         data = f.read()
     out = {}
     for name, e in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__" or e["dtype"] != "F32":
             continue
         a, b = e["data_offsets"]
         out[name] = torch.from_numpy(np.frombuffer(data[a:b], dtype=np.float32).reshape(e["shape"]).copy())
