@@ -9,7 +9,6 @@ written by hand.
 """
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -238,7 +237,7 @@ class Report:
     def write(self, command):
         self.lines += ["## Reproduce", "", "```sh", command, "```", "",
                        "Run %s on %s (%d CPUs), %.0f s." % (
-                           time.strftime("%Y-%m-%d"), platform.processor() or platform.machine(),
+                           time.strftime("%Y-%m-%d"), cpu_model(),
                            os.cpu_count(), time.time() - self.start), ""]
         path = os.path.join(RESULTS, self.name + ".md")
         with open(path, "w") as f:

@@ -27,7 +27,8 @@ D = 32  # common.char_gpt's width
 
 def main():
     args, work = C.start("laurel")
-    layers, steps, seeds = (2, 40, [0]) if args.quick else (4, 800, [0, 1, 2])
+    rep = C.Report("laurel", "LAuReL vs the standard residual and an extra layer (Rewire reproduction)")
+    layers, steps, seeds = (2, 40, [0]) if args.quick else (4, 2000, [0, 1, 2])
     tr, va, _, model = C.char_gpt(work, layers)
     deeper = os.path.join(work, "deeper")
     os.makedirs(deeper)
@@ -60,7 +61,6 @@ def main():
     jobs = [(label, onnx, residual, seed) for seed in seeds for label, onnx, residual in variants]
     res = dict(zip([(j[0], j[3]) for j in jobs], C.parallel([lambda j=j: train(*j) for j in jobs])))
 
-    rep = C.Report("laurel", "LAuReL vs the standard residual and an extra layer (Rewire reproduction)")
     rep.add("Claim (papers.md §6.3): LAuReL (`α·f(x) + β·x + B·A·x`) gets 60% of an extra layer's gain for "
             "+0.003% parameters (ResNet-50); for LLMs, +2.5–20% on downstream tasks for +0.012–0.1%.")
     rep.add("")
