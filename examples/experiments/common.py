@@ -148,8 +148,9 @@ def onnx_parameters(onnx_path, exported_state, new_state):
     `onnx::MatMul_N`, its weight transposed) and folds others (positional
     embeddings of a fixed range): each initializer is matched by value to
     the exported model's state (itself or transposed) and replaced by the
-    same tensor of `new_state`. Unmatched initializers (buffers, masks)
-    are left out, so they keep the export's values."""
+    same tensor of `new_state`; aliases (Identity nodes named after a
+    parameter) take that parameter's new value. Unmatched initializers
+    (buffers, masks) are left out, so they keep the export's values."""
     import onnx
     from onnx import numpy_helper
     by_value = {}
@@ -159,7 +160,13 @@ def onnx_parameters(onnx_path, exported_state, new_state):
         if a.ndim == 2:
             by_value.setdefault(np.ascontiguousarray(a.T).tobytes(), (key, True))
     out = {}
-    for init in onnx.load(onnx_path).graph.initializer:
+    graph = onnx.load(onnx_path).graph
+    # Equal initializers are stored once, the others aliased by Identity
+    # nodes named after the parameters (the importer unties them again).
+    for node in graph.node:
+        if node.op_type == "Identity" and node.output[0] in new_state:
+            out[node.output[0]] = new_state[node.output[0]].detach().numpy().astype(np.float32)
+    for init in graph.initializer:
         a = numpy_helper.to_array(init)
         if a.dtype != np.float32:
             continue
