@@ -123,8 +123,13 @@ struct Cloner {
   /// the token index scaled by Q (a reshape that merged inner axes into it).
   llvm::DenseMap<Value, int64_t> inner;
   SmallVector<Operation *> clones;
-  /// The batch axis of a re-typed value, where it is known (one whole axis).
-  llvm::DenseMap<Value, int64_t> batchAxis;
+  /// Where a re-typed value's batch index is, where known: on `axis`, whose
+  /// coordinate is (outer * B + batch) * inner + rest (inner = 1 and size B:
+  /// the axis is the batch; a reshape may merge it with others).
+  struct BatchAt {
+    int64_t axis, inner;
+  };
+  llvm::DenseMap<Value, BatchAt> batchAxis;
 
   LogicalResult fail(Operation *op, const Twine &msg) {
     llvm::raw_string_ostream os(why);
@@ -179,6 +184,38 @@ struct Cloner {
   /// same pattern on [..., K, K], built before `user`: the kept rows are in
   /// increasing position, so row i may see row j of them exactly when
   /// j <= i. Null for anything else.
+  /// A splat constant from outside the branch whose T-sized axes meet the
+  /// token axes of a branch operand of `user` (the GQA expand's all-true
+  /// condition): the same splat with K there. Null for anything else.
+  Value splatOnRows(Value v, Operation *user, Operation *old) {
+    auto cst = v.getDefiningOp<nn::ConstantOp>();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    auto dense = cst ? dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
+    if (!dense || !dense.isSplat() || !type.hasStaticShape())
+      return {};
+    for (auto [was, now] : llvm::zip(old->getOperands(), user->getOperands())) {
+      if (!map.contains(was))
+        continue;
+      auto nt = cast<RankedTensorType>(now.getType());
+      int64_t off = nt.getRank() - type.getRank();
+      SmallVector<int64_t> shape(type.getShape());
+      bool changed = false;
+      for (int64_t i : changedAxes(was.getType(), now.getType()))
+        if (i - off >= 0 && shape[i - off] == t) {
+          shape[i - off] = k;
+          changed = true;
+        }
+      if (!changed)
+        continue;
+      auto newType = RankedTensorType::get(shape, type.getElementType());
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(user);
+      return make<nn::ConstantOp>(cst.getLoc(), newType,
+                                  DenseElementsAttr::get(newType, dense.getSplatValue<Attribute>()));
+    }
+    return {};
+  }
+
   Value causalOnRows(Value v, Operation *user) {
     auto cst = v.getDefiningOp<nn::ConstantOp>();
     auto type = dyn_cast<RankedTensorType>(v.getType());
@@ -221,58 +258,124 @@ struct Cloner {
     return op->getResult(0);
   }
 
-  /// A tensor [1, ..., 1, T, T] from outside the branch (a causal or other
-  /// mask held as a parameter), combined with a branch value [B, ..., K, K]
-  /// whose batch axis is 0 and whose last two axes are the token axes: the
-  /// entries of each sequence's kept positions, mask[b, i, j] =
-  /// E[p_b,i, p_b,j], gathered at run time as [B, 1, ..., K, K]. Built
+  /// A tensor from outside the branch with token axes of size T (a mask
+  /// [1 or B, 1, T, T] held as a parameter or computed from the input, a
+  /// position table [1, T, dh] such as RoPE's cos and sin), combined with a
+  /// branch value W whose batch axis is 0: the same tensor at each
+  /// sequence's kept positions, gathered at run time, shaped to broadcast
+  /// against W (the batch on axis 0, K on W's token axes). Its axes align
+  /// with W's from the right; each of W's token axes must meet a T axis of
+  /// it (or a 1), its axis under W's batch axis (if any) must be 1 or B, and
+  /// none of its other axes may be a T broadcast against a 1 of W. Built
   /// before `user`; null where that does not apply.
-  Value maskOnRows(Value v, Operation *user, Operation *old) {
+  Value tokensOnRows(Value v, Operation *user, Operation *old) {
     auto et = dyn_cast<RankedTensorType>(v.getType());
-    if (!et || !et.hasStaticShape() || et.getRank() < 2 || et.getDimSize(et.getRank() - 1) != t ||
-        et.getDimSize(et.getRank() - 2) != t)
+    if (!et || !et.hasStaticShape() || et.getRank() == 0)
       return {};
-    for (int64_t i = 0; i + 2 < et.getRank(); ++i)
-      if (et.getDimSize(i) != 1)
-        return {};
-    int64_t rank = -1;
+    int64_t bs = batchSize();
     for (auto [was, now] : llvm::zip(old->getOperands(), user->getOperands())) {
       if (!map.contains(was))
         continue;
       auto nt = cast<RankedTensorType>(now.getType());
       auto it = batchAxis.find(now);
       SmallVector<int64_t> axes = changedAxes(was.getType(), now.getType());
-      if (it != batchAxis.end() && it->second == 0 && nt.getRank() >= 3 && nt.getRank() >= et.getRank() &&
-          axes == SmallVector<int64_t>{nt.getRank() - 2, nt.getRank() - 1})
-        rank = nt.getRank();
+      int64_t r = nt.getRank(), off = r - et.getRank();
+      if (it == batchAxis.end() || it->second.axis != 0 ||
+          nt.getDimSize(0) != bs * it->second.inner || axes.empty() || off < 0 ||
+          llvm::is_contained(axes, 0))
+        continue;
+      bool fits = true;
+      SmallVector<int64_t> met;
+      for (int64_t j = 0; j < et.getRank() && fits; ++j) {
+        int64_t i = j + off, n = et.getDimSize(j);
+        if (llvm::is_contained(axes, i)) {
+          fits = n == t || n == 1; // a 1 broadcasts over the kept tokens
+          if (n == t)
+            met.push_back(i);
+        } else if (i == 0) {
+          fits = n == 1 || (n == bs && it->second.inner == 1);
+        } else {
+          // Beside W's other axes E's broadcast as before; only a T axis
+          // broadcast against a 1 of W would bring the tokens back.
+          fits = !(n == t && nt.getDimSize(i) == 1 && t != 1);
+        }
+      }
+      if (!fits || met.empty())
+        continue;
+      return gatherTokens(v, user, r, off, met, it->second.inner);
     }
-    if (rank < 0)
-      return {};
+    return {};
+  }
+
+  /// tokensOnRows' gather: flat indices, one broadcast term per axis of `v`.
+  /// `inner` > 1: W's axis 0 is the batch merged with `inner` others (heads),
+  /// b * inner + h; the indices are repeated over them.
+  Value gatherTokens(Value v, Operation *user, int64_t r, int64_t off, ArrayRef<int64_t> axes,
+                     int64_t inner) {
+    auto et = cast<RankedTensorType>(v.getType());
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(user);
     Location loc = user->getLoc();
     int64_t bs = batchSize();
     Type i64 = b.getI64Type();
+    SmallVector<int64_t> shape(r, 1);
+    shape[0] = bs;
+    for (int64_t j = 0; j < et.getRank(); ++j)
+      if (j + off != 0)
+        shape[j + off] = llvm::is_contained(axes, j + off) ? k : et.getDimSize(j);
+    auto constI64 = [&](ArrayRef<int64_t> dims, ArrayRef<int64_t> values) {
+      auto type = RankedTensorType::get(dims, i64);
+      return make<nn::ConstantOp>(loc, type, DenseElementsAttr::get(type, values));
+    };
+    // Positions p[b, k] = idx[b, k] - b * T.
     SmallVector<int64_t> offsets;
     for (int64_t i = 0; i < bs; ++i)
       offsets.push_back(i * t);
-    auto offType = RankedTensorType::get({bs, 1}, i64);
-    Value off = make<nn::ConstantOp>(loc, offType, DenseElementsAttr::get(offType, ArrayRef<int64_t>(offsets)));
-    Value pos = make<nn::SubOp>(loc, indices.getType(), indices, off);
-    Value pi = make<nn::ReshapeOp>(loc, RankedTensorType::get({bs, k, 1}, i64), pos);
-    Value pj = make<nn::ReshapeOp>(loc, RankedTensorType::get({bs, 1, k}, i64), pos);
-    auto scalarType = RankedTensorType::get({}, i64);
-    Value tc = make<nn::ConstantOp>(loc, scalarType, DenseElementsAttr::get(scalarType, ArrayRef<int64_t>{t}));
-    auto pairType = RankedTensorType::get({bs, k, k}, i64);
-    Value at = make<nn::AddOp>(loc, pairType, make<nn::MulOp>(loc, RankedTensorType::get({bs, k, 1}, i64), pi, tc),
-                               pj);
-    Value flat = make<nn::ReshapeOp>(loc, RankedTensorType::get({t * t}, et.getElementType()), v);
-    Value got = make<nn::GatherOp>(loc, RankedTensorType::get({bs, k, k}, et.getElementType()), flat, at,
-                                   b.getI64IntegerAttr(0));
-    SmallVector<int64_t> shape(rank, 1);
-    shape[0] = bs;
-    shape[rank - 2] = shape[rank - 1] = k;
-    return make<nn::ReshapeOp>(loc, RankedTensorType::get(shape, et.getElementType()), got);
+    Value pos = make<nn::SubOp>(loc, indices.getType(), indices, constI64({bs, 1}, offsets));
+    Value sum;
+    SmallVector<int64_t> sumShape(r, 1);
+    auto accumulate = [&](Value term, ArrayRef<int64_t> termShape) {
+      for (int64_t i = 0; i < r; ++i)
+        sumShape[i] = std::max(sumShape[i], termShape[i]);
+      sum = sum ? make<nn::AddOp>(loc, RankedTensorType::get(sumShape, i64), sum, term) : term;
+    };
+    int64_t stride = 1;
+    for (int64_t j = et.getRank() - 1; j >= 0; stride *= et.getDimSize(j), --j) {
+      int64_t i = j + off, n = et.getDimSize(j);
+      SmallVector<int64_t> termShape(r, 1);
+      if (llvm::is_contained(axes, i)) {
+        termShape[0] = bs;
+        termShape[i] = k;
+        Value scaled = make<nn::MulOp>(loc, indices.getType(), pos, constI64({}, {stride}));
+        accumulate(make<nn::ReshapeOp>(loc, RankedTensorType::get(termShape, i64), scaled), termShape);
+      } else if (n > 1) {
+        SmallVector<int64_t> iota;
+        for (int64_t e = 0; e < n; ++e)
+          iota.push_back(e * stride);
+        termShape[i] = n;
+        accumulate(constI64(termShape, iota), termShape);
+      }
+    }
+    Value flat = make<nn::ReshapeOp>(loc, RankedTensorType::get({et.getNumElements()}, et.getElementType()), v);
+    if (sumShape != shape) // broadcast the indices to the full shape (batch, K)
+      sum = make<nn::AddOp>(loc, RankedTensorType::get(shape, i64), sum,
+                            constI64(shape, SmallVector<int64_t>(product(shape), 0)));
+    if (inner > 1) {
+      // [B, rest] -> [B, 1, rest] + zeros [B, inner, rest] -> [B * inner, rest].
+      SmallVector<int64_t> one = {bs, 1}, many = {bs, inner}, merged = {bs * inner};
+      for (int64_t i = 1; i < r; ++i) {
+        one.push_back(shape[i]);
+        many.push_back(shape[i]);
+        merged.push_back(shape[i]);
+      }
+      Value lifted = make<nn::ReshapeOp>(loc, RankedTensorType::get(one, i64), sum);
+      Value spread = make<nn::AddOp>(loc, RankedTensorType::get(many, i64), lifted,
+                                     constI64(many, SmallVector<int64_t>(product(many), 0)));
+      sum = make<nn::ReshapeOp>(loc, RankedTensorType::get(merged, i64), spread);
+      shape = merged;
+    }
+    return make<nn::GatherOp>(loc, RankedTensorType::get(shape, et.getElementType()), flat, sum,
+                              b.getI64IntegerAttr(0));
   }
 
   /// The batch axis of `c`'s result, from its operands' (the results of `c`
@@ -280,17 +383,19 @@ struct Cloner {
   /// it whole, matmul batch and row/column axes, and ops whose result axes
   /// align with their operands' from the right.
   void trackBatch(Operation *old, Operation *c) {
+    int64_t bs = batchSize();
     for (auto [was, now] : llvm::zip(old->getOperands(), c->getOperands())) {
       auto it = batchAxis.find(now);
       if (!map.contains(was) || it == batchAxis.end())
         continue;
-      int64_t ba = it->second;
+      BatchAt at = it->second;
+      int64_t ba = at.axis;
       auto nt = cast<RankedTensorType>(now.getType());
       for (Value r : c->getResults()) {
         auto rt = dyn_cast<RankedTensorType>(r.getType());
         if (!rt)
           continue;
-        int64_t axis = -1;
+        std::optional<BatchAt> out;
         if (auto tr = dyn_cast<nn::TransposeOp>(c)) {
           // No perm: ONNX's default, the axes reversed.
           SmallVector<int64_t> perm;
@@ -301,24 +406,54 @@ struct Cloner {
               perm.push_back(i);
           for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i)
             if (perm[i] == ba)
-              axis = i;
+              out = BatchAt{i, at.inner};
         } else if (isa<nn::ReshapeOp>(c)) {
-          int64_t stride = product(nt.getShape().drop_front(ba + 1));
-          for (int64_t o = 0; o < rt.getRank(); ++o)
-            if (product(rt.getShape().drop_front(o + 1)) == stride && rt.getDimSize(o) == nt.getDimSize(ba))
-              axis = o;
+          // Row-major order is kept: the batch index keeps its element
+          // stride; find the axis that holds it whole.
+          int64_t stride = at.inner * product(nt.getShape().drop_front(ba + 1));
+          for (int64_t o = 0; o < rt.getRank(); ++o) {
+            int64_t below = product(rt.getShape().drop_front(o + 1));
+            if (below <= stride && stride % below == 0 && (rt.getDimSize(o) * below) % (stride * bs) == 0) {
+              out = BatchAt{o, stride / below};
+              break;
+            }
+          }
         } else if (isa<nn::MatMulOp>(c)) {
           bool lhs = now == c->getOperand(0);
           int64_t r = nt.getRank();
-          if ((lhs && ba != r - 1) || (!lhs && ba != r - 2))
-            axis = ba + rt.getRank() - r;
+          // Batch dims and the lhs rows or rhs columns carry over; the
+          // contracted axis does not.
+          if (lhs ? ba != r - 1 : ba != r - 2)
+            out = BatchAt{ba + rt.getRank() - r, at.inner};
+        } else if (auto un = dyn_cast<nn::UnsqueezeOp>(c)) {
+          // The result's axes not listed are the operand's, in order.
+          SmallVector<int64_t> inserted;
+          for (int64_t a : un.getAxes())
+            inserted.push_back(a < 0 ? a + rt.getRank() : a);
+          for (int64_t o = 0, src = 0; o < rt.getRank(); ++o) {
+            if (llvm::is_contained(inserted, o))
+              continue;
+            if (src++ == ba)
+              out = BatchAt{o, at.inner};
+          }
+        } else if (isa<nn::SqueezeOp>(c)) {
+          // Dropped axes have size 1; the batch axis (size >= B) stays.
+          int64_t dropped = 0;
+          for (int64_t i = 0; i < ba; ++i)
+            dropped += nt.getDimSize(i) == 1 && rt.getRank() < nt.getRank();
+          if (rt.getRank() + dropped <= nt.getRank())
+            out = BatchAt{ba - (nt.getRank() - rt.getRank() == 0 ? 0 : dropped), at.inner};
+        } else if (auto cat = dyn_cast<nn::ConcatOp>(c)) {
+          int64_t axis = cat.getAxis() < 0 ? cat.getAxis() + nt.getRank() : cat.getAxis();
+          if (axis != ba)
+            out = at;
         } else if (!isa<nn::ReduceMeanOp, nn::ReduceSumOp, nn::ReduceMaxOp, nn::ReduceMinOp,
-                        nn::ReduceProdOp, nn::ArgReduceOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::GatherOp,
-                        nn::ConcatOp>(c)) {
-          axis = ba + rt.getRank() - nt.getRank();
+                        nn::ReduceProdOp, nn::ArgReduceOp, nn::GatherOp>(c)) {
+          out = BatchAt{ba + rt.getRank() - nt.getRank(), at.inner};
         }
-        if (axis >= 0 && axis < rt.getRank() && rt.getDimSize(axis) == nt.getDimSize(ba))
-          batchAxis[r] = axis;
+        if (out && out->axis >= 0 && out->axis < rt.getRank() &&
+            rt.getDimSize(out->axis) % (bs * out->inner) == 0)
+          batchAxis[r] = *out;
       }
       return;
     }
@@ -327,7 +462,7 @@ struct Cloner {
   FailureOr<Value> run(ArrayRef<Operation *> ops, Value input, Value output, Value rows) {
     llvm::DenseSet<Operation *> inBranch(ops.begin(), ops.end());
     map.map(input, rows);
-    batchAxis[rows] = 0;
+    batchAxis[rows] = BatchAt{0, 1};
     MLIRContext *ctx = b.getContext();
     for (Operation *op : ops) {
       if (!isa<nn::NNDialect>(op->getDialect()))
@@ -347,9 +482,11 @@ struct Cloner {
       clones.push_back(c);
       for (OpOperand &use : c->getOpOperands())
         if (!map.contains(op->getOperand(use.getOperandNumber()))) {
-          if (Value rowsOnly = causalOnRows(use.get(), c))
+          if (Value splat = splatOnRows(use.get(), c, op))
+            use.set(splat);
+          else if (Value rowsOnly = causalOnRows(use.get(), c))
             use.set(rowsOnly);
-          else if (Value gathered = maskOnRows(use.get(), c, op))
+          else if (Value gathered = tokensOnRows(use.get(), c, op))
             use.set(gathered);
         }
       SmallVector<Type> types;

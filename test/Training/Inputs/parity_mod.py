@@ -1,7 +1,9 @@
 """Mixture-of-Depths that skips compute (residual-mod rate=0.25 after
 kind=nag) against PyTorch written from papers.md 2 and 6.5 in this file: a
 causal two-block pre-LN transformer (T tokens, 2 heads) exported by
-PyTorch, its causal mask a constant (T = 8) or a parameter (T = 72). In every sublayer each sequence keeps
+PyTorch, its causal mask a constant (T = 8) or a parameter (T = 72), with a
+constant position table (as RoPE's) multiplying the queries through a
+reshape that merges batch and heads. In every sublayer each sequence keeps
 its K = T - floor(T / 4) tokens with the largest modulator m (ties: the earlier token
 skips), the sublayer runs on those only, in order (a skipped token is
 neither a query nor a key/value), and their NAG update goes back; the
@@ -50,7 +52,14 @@ class Gpt(torch.nn.Module):
         b, t, _ = h.shape
         q, kk, v = self.qkv[k](self.ln1[k](h)).split(W, dim=-1)
         split = lambda z: z.view(b, t, HEADS, W // HEADS).transpose(1, 2)  # noqa: E731
-        s = split(q) @ split(kk).transpose(-1, -2) / (W // HEADS) ** 0.5
+        # A position table as RoPE's cos/sin are (a constant [T, dh] of the
+        # export, taken at the kept positions), applied through a reshape
+        # that merges batch and heads, as Hugging Face's GPT-2 does.
+        pos = torch.arange(T, dtype=torch.float32)[:, None] * torch.linspace(0.1, 1.0, W // HEADS)
+        table = 1.0 + 0.5 * torch.cos(pos)
+        table = table if kept is None else table[kept]
+        qh = (split(q).reshape(b * HEADS, t, W // HEADS) * table).reshape(b, HEADS, t, W // HEADS)
+        s = qh @ split(kk).transpose(-1, -2) / (W // HEADS) ** 0.5
         # The reference runs on the kept positions: the mask at those.
         mask = self.causal if kept is None else self.causal[kept][:, kept]
         s = torch.where(mask, s, torch.tensor(float("-inf")))
