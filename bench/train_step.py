@@ -13,9 +13,9 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -62,12 +62,10 @@ class GPT(nn.Module):
 
 
 def cpu_model():
-    """The CPU's model name, as /proc/cpuinfo gives it."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
+    """The CPU's model name, family and model (python/rewire_sysinfo.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import rewire_sysinfo
+    return rewire_sysinfo.cpu_model()
 
 
 def add_model_args(ap, steps):
@@ -146,7 +144,7 @@ def main():
         rewire_tps / torch_tps, compile_s))
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor(),
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": cpu_model(),
                        "layers": a.layers, "d": a.d, "seq": a.seq, "batch": a.batch, "vocab": a.vocab,
                        "rewire_tokens_per_s": rewire_tps, "torch_tokens_per_s": torch_tps,
                        "compile_s": compile_s}, f, indent=1)

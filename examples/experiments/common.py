@@ -121,12 +121,10 @@ def layer_stats(model, page, residual="", params="", inputs="", batches=4):
 
 
 def cpu_model():
-    """The CPU's model name (/proc/cpuinfo), for reports that time things."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        return "an unknown CPU"
+    """The CPU's model name, family and model (python/rewire_sysinfo.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import rewire_sysinfo
+    return rewire_sysinfo.cpu_model()
 
 
 def read_safetensors(path):

@@ -99,9 +99,10 @@ def main():
     rep.add("## Verdict")
     rep.add("")
     if layer_gain <= 2 * noise:
-        rep.add("- The extra layer's gain (%.4f nats) is within twice the seed-to-seed sd (%.4f): this setup "
-                "cannot resolve fractions of it; the comparisons below are of the losses only." % (
-                    layer_gain, noise))
+        rep.add("- The extra layer does not clearly help here: its gain is %+.4f nats against twice the "
+                "seed-to-seed sd, %.4f, so the paper's \"fraction of an extra layer's gain\" cannot be "
+                "measured in this setup; the comparisons below are of the losses only." % (
+                    layer_gain, 2 * noise))
     else:
         frac = (mean[std] - mean[small]) / layer_gain
         rep.add("- LAuReL rank 4 (%+.2f%% parameters) gets %.0f%% of the extra layer's gain (%.4f nats): "
