@@ -50,6 +50,8 @@ bool skipBranch(residual::NagAddOp op, double rate, std::string &why) {
   }
   int64_t b = rt.getDimSize(0), t = rt.getDimSize(1), d = rt.getDimSize(2);
   int64_t k = residual::RouteSelectOp::keptRows(t, rate);
+  if (k == t) // floor(rate * T) = 0: every row runs, as without routing
+    return true;
   SmallVector<Operation *> ops = branchOps(op.getR(), op.getF());
   if (ops.empty()) {
     why = "the sublayer's output is not computed from the stream state";

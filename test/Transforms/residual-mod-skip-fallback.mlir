@@ -52,3 +52,16 @@ func.func @flat_rows(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %h1 = residual.add %x, %u stream 0 layer 0 : tensor<8x16xf32>
   return %h1 : tensor<8x16xf32>
 }
+
+// -----
+
+// floor(0.25 * 3) = 0: no token skips, so nothing is routed.
+// CHECK-LABEL: func.func @too_short
+// CHECK-NOT: residual.route
+// CHECK: residual.nag_add
+// CHECK-NOT: nn.gather
+func.func @too_short(%x: tensor<2x3x16xf32>) -> tensor<2x3x16xf32> {
+  %u = nn.gelu %x : tensor<2x3x16xf32>
+  %h1 = residual.add %x, %u stream 0 layer 0 : tensor<2x3x16xf32>
+  return %h1 : tensor<2x3x16xf32>
+}
