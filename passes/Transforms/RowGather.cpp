@@ -6,8 +6,12 @@
 // infer it from the gathered operands, those whose result has their
 // operand's shape (norms, softmax, unary ops, casts) keep it, and a reshape
 // keeps the token axis whole (T -> K in the input and the output axis that
-// holds it). Each clone is verified; anything that cannot be re-typed
-// exactly fails with the op named, and the caller keeps the masked form.
+// holds it). Operands from outside the branch that carry token axes are
+// replaced by the same tensor at the kept positions (a constant causal mask
+// rebuilt K x K, splats resized, anything else gathered at run time, aligned
+// by the batch index tracked through the branch). Each clone is verified;
+// anything that cannot be re-typed exactly fails with the op named, and the
+// caller keeps the masked form.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/RowGather.h"
@@ -147,7 +151,8 @@ struct Cloner {
     return it == inner.end() ? 1 : it->second;
   }
 
-  /// The re-typed result of a reshape whose input's token axis is `axis`.
+  /// The re-typed result of reshape `old` given its re-typed input: the one
+  /// token axis of the input (T -> K) is found whole in one output axis.
   FailureOr<Type> reshape(Operation *old, Value input, Value newInput) {
     auto in = cast<RankedTensorType>(input.getType());
     auto out = cast<RankedTensorType>(old->getResult(0).getType());
