@@ -367,7 +367,8 @@ def Residual_RouteSelectOp : Residual_Op<"route_select", [Pure]> {
   let assemblyFormat = "$m `rate` $rate attr-dict `:` type($m) `->` type($indices)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Rows kept per sequence of `t` rows at skip rate `rate`.
+    /// Rows kept per sequence of `t` rows at skip rate `rate`: t - floor(rate * t)
+    /// (the one definition; residual.route's rate mode skips the others).
     static int64_t keptRows(int64_t t, double rate);
   }];
 }

@@ -12,8 +12,6 @@
 
 #include "dialects/residual/ResidualOps.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace rewire;
 using namespace rewire::onnx_export;
@@ -56,7 +54,7 @@ LogicalResult rewire::onnx_export::exportRoute(residual::RouteOp op, GraphBuilde
                              "shape";
   int64_t seqs, n;
   std::string flat = asSequences(g, m, type, seqs, n);
-  int64_t k = static_cast<int64_t>(std::floor(v * static_cast<double>(n)));
+  int64_t k = n - residual::RouteSelectOp::keptRows(n, v);
   if (k == 0) {
     g.node("Identity", {m}, {out});
     return success();
@@ -77,7 +75,7 @@ LogicalResult rewire::onnx_export::exportRouteSelect(residual::RouteSelectOp op,
   auto type = op.getM().getType();
   int64_t seqs, n;
   std::string flat = asSequences(g, g.name(op.getM()), type, seqs, n);
-  int64_t skip = static_cast<int64_t>(std::floor(op.getRate().convertToDouble() * static_cast<double>(n)));
+  int64_t skip = n - residual::RouteSelectOp::keptRows(n, op.getRate().convertToDouble());
   int64_t k = n - skip;
   // kept (1 or 0) * 2n + (n - t): the kept rows score above the others, an
   // earlier row above a later one, so TopK(largest) lists the kept rows in

@@ -17,8 +17,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace rewire;
 
@@ -142,7 +140,7 @@ struct RouteLowering : OpConversionPattern<residual::RouteOp> {
       return rw.notifyMatchFailure(op, "rate routing needs static shapes");
     int64_t s, n;
     Value m = asSequences(rw, loc, a.getM(), s, n);
-    int64_t skip = static_cast<int64_t>(std::floor(v * static_cast<double>(n)));
+    int64_t skip = n - residual::RouteSelectOp::keptRows(n, v);
     Value rank = rankWithinSequences(rw, loc, m);
     Value init = tensor::EmptyOp::create(rw, loc, ArrayRef<int64_t>{s, n}, elt);
     Value cut = i64Const(rw, loc, skip);
@@ -171,7 +169,7 @@ struct RouteSelectLowering : OpConversionPattern<residual::RouteSelectOp> {
     int64_t k = it.getDimSize(1);
     Value cut = i64Const(rw, loc, n - k);
     Value rank = rankWithinSequences(rw, loc, m);
-    AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx), d2 = getAffineDimExpr(2, ctx);
+    AffineExpr d0 = getAffineDimExpr(0, ctx), d2 = getAffineDimExpr(2, ctx);
     // slot[b, t] = sum over t' < t of kept[b, t'].
     Value slot = reduce3(rw, loc, ValueRange{rank}, {AffineMap::get(3, 0, {d0, d2}, ctx)},
                          zerosI64(rw, loc, {s, n}),
