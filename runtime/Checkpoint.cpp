@@ -63,7 +63,7 @@ std::string Trainer::Impl::checkpointPath(int64_t step) const {
 }
 
 TrainStatus Trainer::Impl::drawPlot() {
-  if (o.plot.empty())
+  if (o.plot.empty() || !root())
     return std::nullopt;
   // Drawn in order: per-depth losses under the training loss, the
   // validation points on top.
@@ -80,6 +80,8 @@ TrainStatus Trainer::Impl::drawPlot() {
 }
 
 TrainStatus Trainer::Impl::writeCheckpoint(int64_t step) {
+  if (!root())
+    return std::nullopt; // rank 0 writes; the ranks' states are equal
   if (auto e = syncHost())
     return e;
   if (auto e = drawPlot())
@@ -101,6 +103,7 @@ TrainStatus Trainer::Impl::writeCheckpoint(int64_t step) {
     return trainError(TrainFailure::io, *err);
   std::string state = "{\"format\":\"rewire-train-state\",\"version\":1,\"step\":" +
                       std::to_string(step) + ",\"seed\":" + std::to_string(o.seed) +
+                      ",\"global_batch\":" + std::to_string(globalBatch()) +
                       ",\"parameters\":" +
                       jsonQuote("model-" + std::to_string(step) + ".safetensors") + "}\n";
   if (auto err = writeFileAtomically(o.checkpoint + "/state.json", {&state}))
@@ -125,6 +128,17 @@ TrainStatus Trainer::Impl::resume() {
     return trainError(TrainFailure::io, "the checkpoint is at step " + std::to_string(start) +
                                             ", outside 0.." + std::to_string(o.steps) +
                                             " (--steps)");
+  // The data order depends on the global batch; any split of it (ranks,
+  // micro-batches) resumes. Checkpoints from before the field: any.
+  if (const JsonValue *g = st.get("global_batch"))
+    if (!g->asInt() || *g->asInt() != globalBatch())
+      return trainError(TrainFailure::usage,
+                        "the checkpoint was written at a global batch of " +
+                            (g->asInt() ? std::to_string(*g->asInt()) : std::string("?")) +
+                            " examples; this run's is " + std::to_string(globalBatch()) + " (" +
+                            std::to_string(batch) + " x " + std::to_string(accum) +
+                            " micro-batches x " + std::to_string(ranks) +
+                            " ranks): resume with the same global batch");
   SafetensorsFile ck;
   if (auto err = readSafetensors(checkpointPath(start), ck))
     return trainError(TrainFailure::io, *err);

@@ -34,8 +34,6 @@ HostTensor scalarTensor(double v) {
   return t;
 }
 
-bool startsWith(const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; }
-
 /// The parameters a rewrite adds (stream<S>.layer<L>.<kind>.<name>,
 /// docs/parameters.md): they may be missing from --params.
 bool addedByRewrite(const std::string &n) {
@@ -55,11 +53,11 @@ bool addedByRewrite(const std::string &n) {
   return digits() && i < n.size() && n[i] == '.';
 }
 
+} // namespace
+
 TrainError callError(const std::string &err) {
   return trainError(isInputDataError(err) ? TrainFailure::data : TrainFailure::io, err);
 }
-
-} // namespace
 
 std::optional<std::string> tensorMismatch(const std::string &dtype,
                                           const std::vector<int64_t> &shape,
@@ -182,10 +180,14 @@ TrainStatus Trainer::Impl::bind() {
       return e;
     examples = data.inputs.shape[0];
   }
-  if (examples < batch)
-    return trainError(TrainFailure::data, "fewer examples (" + std::to_string(examples) +
-                                              ") than the compiled batch (" +
-                                              std::to_string(batch) + ")");
+  if (examples < globalBatch())
+    return trainError(TrainFailure::data,
+                      "fewer examples (" + std::to_string(examples) + ") than " +
+                          (globalBatch() == batch
+                               ? "the compiled batch (" + std::to_string(batch) + ")"
+                               : "the global batch (" + std::to_string(globalBatch()) + " = " +
+                                     std::to_string(batch) + " x " + std::to_string(accum) +
+                                     " micro-batches x " + std::to_string(ranks) + " ranks)"));
   eval = model->function(kEvalFunction);
   if (validate) {
     if (!eval)
@@ -289,6 +291,8 @@ TrainStatus Trainer::Impl::loadInitialParameters() {
   // On the GPU, weights and optimizer state stay on the device between
   // steps; the host copies in `in` are brought up to date (syncHost) only
   // where they are read: validation, checkpoints, the trained weights.
+  if (split)
+    return bindSplit(); // the gradients come to the host: nothing is kept
   if (auto err = model->keepOnDevice(kTrainFunction, carry))
     return trainError(TrainFailure::io, *err);
   return std::nullopt;
@@ -296,6 +300,8 @@ TrainStatus Trainer::Impl::loadInitialParameters() {
 
 TrainStatus Trainer::Impl::syncHost() {
   // A no-op where the host buffers are the state (Executable::pull).
+  if (split)
+    return std::nullopt;
   std::vector<void *> ptrs;
   for (HostTensor &t : in)
     ptrs.push_back(t.data.data());
@@ -305,6 +311,8 @@ TrainStatus Trainer::Impl::syncHost() {
 }
 
 TrainStatus Trainer::Impl::openLogs() {
+  if (!root())
+    return std::nullopt; // rank 0 logs
   if (!o.jsonl.empty()) {
     jsonl = std::fopen(o.jsonl.c_str(), o.resume ? "a" : "w");
     if (!jsonl)
@@ -382,13 +390,6 @@ TrainStatus Trainer::Impl::validationLoss(std::vector<double> &sum) {
 }
 
 TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
-  std::vector<int64_t> rows = order.batchRows(step, batch, examples);
-  if (tokens) {
-    fillWindows(data.tokens, rows, seqLen, in[xIndex], in[tIndex]);
-  } else {
-    gatherRows(data.inputs, rows, in[xIndex]);
-    gatherRows(data.targets, rows, in[tIndex]);
-  }
   double lr = learningRate(step);
   in[inIndex[kLearningRate]] = scalarTensor(lr);
   if (adam) {
@@ -396,14 +397,26 @@ TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
     in[inIndex[kBiasCorrection1]] = scalarTensor(1.0 / (1.0 - std::pow(o.beta1, t)));
     in[inIndex[kBiasCorrection2]] = scalarTensor(1.0 / (1.0 - std::pow(o.beta2, t)));
   }
-  std::vector<const void *> ip;
-  std::vector<void *> op;
-  for (HostTensor &t : in)
-    ip.push_back(t.data.data());
-  for (HostTensor &t : out)
-    op.push_back(t.data.data());
-  if (auto err = model->runRaw(kTrainFunction, ip.data(), op.data()))
-    return callError(*err);
+  if (split) {
+    if (auto e = splitStep(step))
+      return e;
+  } else {
+    std::vector<int64_t> rows = order.batchRows(step, batch, examples);
+    if (tokens) {
+      fillWindows(data.tokens, rows, seqLen, in[xIndex], in[tIndex]);
+    } else {
+      gatherRows(data.inputs, rows, in[xIndex]);
+      gatherRows(data.targets, rows, in[tIndex]);
+    }
+    std::vector<const void *> ip;
+    std::vector<void *> op;
+    for (HostTensor &t : in)
+      ip.push_back(t.data.data());
+    for (HostTensor &t : out)
+      op.push_back(t.data.data());
+    if (auto err = model->runRaw(kTrainFunction, ip.data(), op.data()))
+      return callError(*err);
+  }
   double loss = out[lossOut].at(0);
   if (!std::isfinite(loss))
     return trainError(TrainFailure::diverged, "the loss is " + std::to_string(loss) +
@@ -462,23 +475,22 @@ std::unique_ptr<Trainer> Trainer::create(const Executable &model, const std::str
   t.tokens = !options.data.empty() || !options.text.empty();
   t.order.shuffle = options.shuffle;
   t.order.seed = options.seed;
-  t.train = model.function(kTrainFunction);
-  TrainStatus status;
-  if (!t.train)
-    status = trainError(TrainFailure::io, "'" + artifact +
-                                              "' has no train_step; compile it with "
-                                              "rewire-compile --train");
+  TrainStatus status = t.selectSteps(artifact);
   if (!status)
     status = t.readData();
   if (!status)
     status = t.bind();
   if (!status)
     status = t.loadInitialParameters();
-  if (!status && options.resume)
+  // Rank 0 resumes (and cleans up the checkpoint folder); every rank then
+  // starts from its state.
+  if (!status && options.resume && t.root())
     status = t.resume();
+  if (!status)
+    status = t.broadcastState();
   if (!status) {
     t.lastCheckpoint = options.resume ? t.start : -1;
-    if (options.resume)
+    if (options.resume && t.root())
       status = t.resumeLogs();
   }
   if (!status)
@@ -507,7 +519,9 @@ std::unique_ptr<Trainer> Trainer::create(const Executable &model, const std::str
 
 int64_t Trainer::firstStep() const { return impl->start; }
 int64_t Trainer::endStep() const { return impl->end; }
-int64_t Trainer::batchSize() const { return impl->batch; }
+int64_t Trainer::batchSize() const { return impl->globalBatch(); }
+int Trainer::rank() const { return impl->rank; }
+int Trainer::ranks() const { return impl->ranks; }
 int64_t Trainer::itemsPerExample() const { return impl->tokens ? impl->seqLen : 1; }
 bool Trainer::tokenData() const { return impl->tokens; }
 
@@ -519,7 +533,7 @@ TrainStatus Trainer::run(const std::function<void(const StepResult &)> &onStep,
   for (int64_t step = t.start; step < t.end; ++step) {
     if (auto e = t.step(step, result))
       return e;
-    if (t.validate && (step + 1) % o.evalEvery == 0) {
+    if (t.validate && t.root() && (step + 1) % o.evalEvery == 0) {
       std::vector<double> vl;
       if (auto e = t.validationLoss(vl))
         return e;

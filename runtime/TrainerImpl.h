@@ -19,6 +19,11 @@ inline TrainError trainError(TrainFailure failure, std::string message) {
   return TrainError{failure, std::move(message)};
 }
 
+/// A failed call of the artifact: bad input data, or anything else (I/O).
+TrainError callError(const std::string &err);
+
+inline bool startsWith(const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; }
+
 /// Why a tensor read from a file (`dtype`, `shape`) cannot stand for
 /// `want`: a transposed, int32 or f16 tensor of the right byte count is not
 /// an f32 weight. Nothing when it fits.
@@ -72,6 +77,27 @@ struct Trainer::Impl {
   std::vector<size_t> paramIn, stateIn, depthOut, normOut;
   std::vector<std::pair<size_t, size_t>> carry; ///< (output, input)
 
+  /// Split steps (DataParallel.cpp): `train` is then `view`, train_step's
+  /// signature as grad_step and apply_step make it up, so binding,
+  /// checkpoints and validation do not tell the two apart.
+  bool split = false;
+  const FunctionInfo *gradFn = nullptr, *applyFn = nullptr;
+  FunctionInfo view;
+  Communicator *comm = nullptr;
+  int rank = 0, ranks = 1;
+  int64_t accum = 1;
+  bool root() const { return rank == 0; }
+  int64_t globalBatch() const { return batch * accum * ranks; }
+  /// Gradients: one flat buffer, parameters in apply_step's order (the sum,
+  /// reduced across ranks), and one micro-batch's.
+  std::vector<float> gradSum, gradMicro;
+  std::vector<size_t> gradOffset;
+  /// grad_step's outputs: where each goes (see bindSplit).
+  enum class GradOut { loss, grad, buffer, depth };
+  std::vector<std::pair<GradOut, size_t>> gradOuts;
+  std::vector<HostTensor> bufferOut; ///< batch-norm running statistics
+  std::vector<size_t> bufferIn;      ///< their inputs in `in`
+
   int64_t lastCheckpoint = -1;
   /// Loss history for the plot (a resumed run's starts from --metrics).
   std::vector<double> histStep, histLoss, valStep, valLoss;
@@ -87,6 +113,18 @@ struct Trainer::Impl {
   /// Brings the host copies of the device-kept state up to date.
   TrainStatus syncHost();
   TrainStatus step(int64_t step, StepResult &result);
+
+  // DataParallel.cpp
+  /// Makes `view` from grad_step and apply_step; an error when the options
+  /// need split steps and the artifact has train_step only.
+  TrainStatus selectSteps(const std::string &artifact);
+  /// Gradient buffers and grad_step's output routing (after binding).
+  TrainStatus bindSplit();
+  /// Rank 0's parameters, state and start step to every rank.
+  TrainStatus broadcastState();
+  /// One update from grad_step over the micro-batches and ranks, then
+  /// apply_step; the mean loss (and per-depth losses) into `out`.
+  TrainStatus splitStep(int64_t step);
   TrainStatus validationLoss(std::vector<double> &losses);
   double learningRate(int64_t t) const;
 

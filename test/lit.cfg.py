@@ -6,6 +6,7 @@
 #                 (detected now, never at CMake time; see utils/cuda_detect.py)
 #   cuda-toolkit  ptxas from the CUDA toolkit is installed (compile-only tests)
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -68,5 +69,14 @@ config.substitutions.append(("%cuda_gpu_answer", "yes" if gpu.available else "no
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
 config.substitutions.append(("%ptxas", os.path.join(config.cuda_root, "bin", "ptxas")))
+# Data-parallel tests: rewire-train built with MPI, and mpirun (the bootstrap
+# installs Open MPI). Open MPI refuses root without these.
+if getattr(config, "rewire_have_mpi", False) and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+else:
+    lit_config.note("mpi: rewire-train built without MPI or no mpirun; run scripts/bootstrap.sh")
+if os.getuid() == 0:
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 # rewire-compile --target=cuda links libdevice from this toolkit.
 config.environment["CUDA_ROOT"] = config.cuda_root

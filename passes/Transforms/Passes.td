@@ -399,6 +399,21 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
     training loop binds them by name. Both functions take parameters as
     ordinary inputs (the runtime owns and updates them); `function` keeps
     its parameters for inference.
+
+    With `split`, train_step is built as its two halves, so the runtime can
+    sum gradients over micro-batches and processes in between (rewire-train
+    --grad-accum, mpirun; docs/distributed.md):
+
+    * `grad_step(inputs..., target, params...) -> (loss, grad:<p>...,
+      [param:<buffer>'...], [loss:depth<k>...])`: the loss and its
+      gradients (and batch normalization's running statistics);
+    * `apply_step(param:<p>..., states..., grad:<p>..., grad_scale, lr[,
+      bias corrections]) -> (params'..., states'..., [gradnorm:<p>...])`:
+      the gradients scaled by `grad_scale` (1 / the number of batches
+      summed), then clipped and applied as above.
+
+    Both compute what train_step does, in the same order: one micro-batch
+    with grad_scale 1 gives train_step's update.
   }];
   let options = [
     Option<"function", "function", "std::string", "\"forward\"", "the model function">,
@@ -426,6 +441,9 @@ def TrainStep : Pass<"rewire-train-step", "::mlir::ModuleOp"> {
            "clip gradients to this global L2 norm first (PyTorch's clip_grad_norm_; 0: off)">,
     Option<"gradNorms", "grad-norms", "bool", "false",
            "also return each parameter's gradient L2 norm (`gradnorm:<name>`, before clipping)">,
+    Option<"splitSteps", "split", "bool", "false",
+           "build grad_step and apply_step instead of train_step (data parallelism, "
+           "gradient accumulation)">,
     Option<"depthWeights", "depth-weights", "std::string", "\"uniform\"",
            "LPA per-depth loss weights: uniform, linear (w_k proportional to k), "
            "last (the final output only: end-to-end), or K comma-separated numbers">,

@@ -2,7 +2,8 @@
 //
 // Implements rewire-train-step (see Passes.td): eval_step (the loss),
 // train_step (loss, gradients by reverse-mode differentiation, optimizer
-// update), both in the nn dialect so they compile like any model.
+// update) or, split, grad_step and apply_step, all in the nn dialect so they
+// compile like any model.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Transforms/Passes.h"
@@ -108,7 +109,7 @@ void TrainStepPass::runOnOperation() {
   auto fwd = module.lookupSymbol<func::FuncOp>(function);
   if (!fwd || fwd.isExternal() || !fwd.getBody().hasOneBlock())
     return fail("no single-block function '" + function + "'");
-  for (StringRef name : {kEvalFunction, kTrainFunction})
+  for (StringRef name : {kEvalFunction, kTrainFunction, kGradFunction, kApplyFunction})
     if (module.lookupSymbol(name))
       return fail("'" + name + "' exists already");
   if (fwd.getNumResults() == 0)
@@ -261,18 +262,72 @@ void TrainStepPass::runOnOperation() {
   SmallVector<std::string> names;
   for (unsigned a : gradArgs)
     names.push_back(train.getArgAttrOfType<StringAttr>(a, nn::kParameterAttrName).str());
+  auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
+  SmallVector<Value> grads;
+  for (unsigned k = 0; k < gradArgs.size(); ++k)
+    grads.push_back(ret.getOperand(1 + k));
+  auto named = [&](const Twine &name) { return DictionaryAttr::get(ctx, {nameAttr(ctx, name)}); };
+
+  // Running statistics (in the function that runs the batch), PyTorch's
+  // update: momentum * running + (1 - momentum) * batch, with the unbiased
+  // batch variance.
+  SmallVector<Value> bnResults;
+  SmallVector<DictionaryAttr> bnAttrs;
+  {
+    ImplicitLocOpBuilder b(ret.getLoc(), ret);
+    llvm::DenseSet<unsigned> updated;
+    for (const TrainingBatchNorm &bn : batchNorms) {
+      b.setLoc(bn.loc);
+      double m = bn.momentum;
+      auto update = [&](Value running, Value batch, double correction) {
+        auto arg = dyn_cast<BlockArgument>(running);
+        if (!arg || !train.getArgAttr(arg.getArgNumber(), nn::kParameterAttrName) ||
+            !updated.insert(arg.getArgNumber()).second)
+          return;
+        Value keep = nn::MulOp::create(b, autodiff::scalar(b, elt, m), running);
+        Value add = nn::MulOp::create(b, autodiff::scalar(b, elt, (1.0 - m) * correction), batch);
+        bnResults.push_back(nn::AddOp::create(b, keep, add));
+        bnAttrs.push_back(named(kParamPrefix + train.getArgAttrOfType<StringAttr>(
+                                                   arg.getArgNumber(), nn::kParameterAttrName)
+                                                   .getValue()));
+      };
+      update(bn.mean, bn.batch.mean, 1.0);
+      update(bn.var, bn.batch.var, bn.count > 1 ? bn.count / (bn.count - 1) : 1.0);
+    }
+  }
+
+  // The update runs in train_step itself or, split, in apply_step, which
+  // takes the parameters, their (reduced) gradients and the state.
+  func::FuncOp upd = train;
+  if (splitSteps) {
+    OpBuilder mb(ctx);
+    upd = func::FuncOp::create(mb, train.getLoc(), kApplyFunction, FunctionType::get(ctx, {}, {}));
+    upd.addEntryBlock();
+    SymbolTable(module).insert(upd, std::next(Block::iterator(train)));
+  }
+  auto addArg = [&](Type t, const Twine &name) {
+    unsigned i = upd.getNumArguments();
+    (void)upd.insertArgument(i, t, named(name), upd.getLoc());
+    return upd.getArgument(i);
+  };
+  SmallVector<Value> params;
+  for (auto [k, a] : llvm::enumerate(gradArgs))
+    params.push_back(splitSteps ? addArg(train.getArgument(a).getType(), kParamPrefix + names[k])
+                           : train.getArgument(a));
   // Optimizer state and scalar inputs go after everything else.
   SmallVector<SmallVector<Value, 2>> states(gradArgs.size());
-  auto addArg = [&](Type t, const Twine &name) {
-    unsigned i = train.getNumArguments();
-    (void)train.insertArgument(i, t, DictionaryAttr::get(ctx, {nameAttr(ctx, name)}), train.getLoc());
-    return train.getArgument(i);
-  };
   for (auto [k, a] : llvm::enumerate(gradArgs))
     for (unsigned s = 0; s < statesPerParam; ++s)
-      states[k].push_back(addArg(train.getArgument(a).getType(),
+      states[k].push_back(addArg(params[k].getType(),
                                  kStatePrefix + names[k] + ":" +
                                  (adam ? (s ? kSecondMomentSlot : kFirstMomentSlot) : kMomentumSlot)));
+  SmallVector<Value> gradIn; // split: the reduced gradients, and their scale
+  Value gradScale;
+  if (splitSteps) {
+    for (auto [k, g] : llvm::enumerate(grads))
+      gradIn.push_back(addArg(g.getType(), kGradPrefix + names[k]));
+    gradScale = addArg(scalarType, kGradScale);
+  }
   Value lr = addArg(scalarType, kLearningRate);
   Value bc1, bc2;
   if (adam) {
@@ -280,20 +335,25 @@ void TrainStepPass::runOnOperation() {
     bc2 = addArg(scalarType, kBiasCorrection2);
   }
 
-  auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
-  ImplicitLocOpBuilder b(ret.getLoc(), ret);
+  ImplicitLocOpBuilder b(train.getLoc(), ctx);
+  if (splitSteps)
+    b.setInsertionPointToEnd(&upd.getBody().front());
+  else
+    b.setInsertionPoint(ret);
   auto num = [&](double v) { return autodiff::scalar(b, elt, v); };
   auto mul = [&](Value x, Value y) { return nn::MulOp::create(b, x, y).getResult(); };
   auto add = [&](Value x, Value y) { return nn::AddOp::create(b, x, y).getResult(); };
   auto sub = [&](Value x, Value y) { return nn::SubOp::create(b, x, y).getResult(); };
+  SmallVector<Value> update = splitSteps ? gradIn : grads; // the gradients the update uses
+  if (splitSteps)
+    for (Value &g : update)
+      g = mul(g, gradScale);
+  SmallVector<Value> unclipped = update;
   // Gradient clipping by global norm, PyTorch's clip_grad_norm_:
   // coef = clip / (norm + 1e-6), gradients scaled by min(coef, 1).
-  SmallVector<Value> grads;
-  for (unsigned k = 0; k < gradArgs.size(); ++k)
-    grads.push_back(ret.getOperand(1 + k));
-  if (clip > 0.0 && !grads.empty()) {
+  if (clip > 0.0 && !update.empty()) {
     Value total;
-    for (Value g : grads) {
+    for (Value g : update) {
       Value sq = nn::ReduceSumOp::create(b, scalarType, mul(g, g), b.getDenseI64ArrayAttr({}),
                                          b.getBoolAttr(false));
       total = total ? add(total, sq) : sq;
@@ -303,21 +363,19 @@ void TrainStepPass::runOnOperation() {
     Value over = nn::CastOp::create(b, RankedTensorType::get({}, b.getI1Type()),
                                     nn::ReluOp::create(b, sub(norm, num(clip))));
     Value factor = nn::WhereOp::create(b, over, coef, num(1.0));
-    for (Value &g : grads)
+    for (Value &g : update)
       g = mul(g, factor);
   }
-  SmallVector<Value> results = {ret.getOperand(0)};
-  SmallVector<Value> newStates;
-  SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(ctx, {nameAttr(ctx, kLoss)})};
-  SmallVector<DictionaryAttr> stateAttrs;
-  for (auto [k, a] : llvm::enumerate(gradArgs)) {
-    Value p = train.getArgument(a), g = grads[k], np;
+  SmallVector<Value> newParams, newStates;
+  SmallVector<DictionaryAttr> paramAttrs, stateAttrs;
+  for (auto [k, p] : llvm::enumerate(params)) {
+    Value g = update[k], np;
     if (!adam) {
       Value d = weightDecay != 0.0 ? add(g, mul(num(weightDecay), p)) : g;
       if (sgdMomentum) {
         d = add(mul(num(momentum), states[k][0]), d);
         newStates.push_back(d);
-        stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kStatePrefix + names[k] + ":" + kMomentumSlot)}));
+        stateAttrs.push_back(named(kStatePrefix + names[k] + ":" + kMomentumSlot));
       }
       np = sub(p, mul(lr, d));
     } else {
@@ -328,52 +386,77 @@ void TrainStepPass::runOnOperation() {
       np = sub(decayed, mul(lr, nn::DivOp::create(b, mul(m, bc1), denom)));
       newStates.push_back(m);
       newStates.push_back(v);
-      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kStatePrefix + names[k] + ":" + kFirstMomentSlot)}));
-      stateAttrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kStatePrefix + names[k] + ":" + kSecondMomentSlot)}));
+      stateAttrs.push_back(named(kStatePrefix + names[k] + ":" + kFirstMomentSlot));
+      stateAttrs.push_back(named(kStatePrefix + names[k] + ":" + kSecondMomentSlot));
     }
-    results.push_back(np);
-    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kParamPrefix + names[k])}));
+    newParams.push_back(np);
+    paramAttrs.push_back(named(kParamPrefix + names[k]));
   }
-  // Running statistics, PyTorch's update: momentum * running + (1 -
-  // momentum) * batch, with the unbiased batch variance.
-  llvm::DenseSet<unsigned> updated;
-  for (const TrainingBatchNorm &bn : batchNorms) {
-    b.setLoc(bn.loc);
-    double m = bn.momentum;
-    auto update = [&](Value running, Value batch, double correction) {
-      auto arg = dyn_cast<BlockArgument>(running);
-      if (!arg || !train.getArgAttr(arg.getArgNumber(), nn::kParameterAttrName) ||
-          !updated.insert(arg.getArgNumber()).second)
-        return;
-      results.push_back(add(mul(num(m), running), mul(num((1.0 - m) * correction), batch)));
-      attrs.push_back(DictionaryAttr::get(
-          ctx, {nameAttr(ctx, kParamPrefix + train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                                             nn::kParameterAttrName).getValue())}));
-    };
-    update(bn.mean, bn.batch.mean, 1.0);
-    update(bn.var, bn.batch.var, bn.count > 1 ? bn.count / (bn.count - 1) : 1.0);
-  }
-  results.append(newStates.begin(), newStates.end());
-  attrs.append(stateAttrs.begin(), stateAttrs.end());
-  for (auto [k, lk] : llvm::enumerate(trainDepthLosses)) {
-    results.push_back(lk);
-    attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kDepthLossPrefix + Twine(k + 1))}));
-  }
+  SmallVector<Value> norms;
+  SmallVector<DictionaryAttr> normAttrs;
   if (gradNorms)
-    for (unsigned k = 0; k < gradArgs.size(); ++k) {
-      Value g = ret.getOperand(1 + k);
+    for (auto [k, g] : llvm::enumerate(unclipped)) {
       Value sq = nn::ReduceSumOp::create(b, scalarType, mul(g, g), b.getDenseI64ArrayAttr({}),
                                          b.getBoolAttr(false));
-      results.push_back(nn::SqrtOp::create(b, sq));
-      attrs.push_back(DictionaryAttr::get(ctx, {nameAttr(ctx, kGradNormPrefix + names[k])}));
+      norms.push_back(nn::SqrtOp::create(b, sq));
+      normAttrs.push_back(named(kGradNormPrefix + names[k]));
     }
-  SmallVector<Type> types;
-  for (Value v : results)
-    types.push_back(v.getType());
-  func::ReturnOp::create(b, results);
-  ret.erase();
-  train.setFunctionType(FunctionType::get(ctx, train.getArgumentTypes(), types));
-  train.setAllResultAttrs(attrs);
+
+  // Results: train_step (loss, params', buffers', states', depth losses,
+  // grad norms); split: grad_step (loss, grads, buffers', depth losses)
+  // and apply_step (params', states', grad norms).
+  auto finish = [&](func::FuncOp fn, Operation *oldReturn, ArrayRef<Value> results,
+                    ArrayRef<DictionaryAttr> attrs) {
+    OpBuilder rb(ctx);
+    if (oldReturn)
+      rb.setInsertionPoint(oldReturn);
+    else
+      rb.setInsertionPointToEnd(&fn.getBody().front());
+    func::ReturnOp::create(rb, fn.getLoc(), results);
+    if (oldReturn)
+      oldReturn->erase();
+    SmallVector<Type> types;
+    for (Value v : results)
+      types.push_back(v.getType());
+    fn.setFunctionType(FunctionType::get(ctx, fn.getArgumentTypes(), types));
+    fn.setAllResultAttrs(attrs);
+  };
+  SmallVector<Value> results = {ret.getOperand(0)};
+  SmallVector<DictionaryAttr> attrs = {named(kLoss)};
+  auto append = [](auto &to, const auto &from) { to.append(from.begin(), from.end()); };
+  if (splitSteps) {
+    append(results, grads);
+    for (const std::string &n : names)
+      attrs.push_back(named(kGradPrefix + n));
+  } else {
+    append(results, newParams);
+    append(attrs, paramAttrs);
+  }
+  append(results, bnResults);
+  append(attrs, bnAttrs);
+  if (!splitSteps) {
+    append(results, newStates);
+    append(attrs, stateAttrs);
+  }
+  for (auto [k, lk] : llvm::enumerate(trainDepthLosses)) {
+    results.push_back(lk);
+    attrs.push_back(named(kDepthLossPrefix + Twine(k + 1)));
+  }
+  if (!splitSteps) {
+    append(results, norms);
+    append(attrs, normAttrs);
+  }
+  finish(train, ret, results, attrs);
+  if (splitSteps) {
+    SmallVector<Value> updResults(newParams);
+    SmallVector<DictionaryAttr> updAttrs(paramAttrs);
+    append(updResults, newStates);
+    append(updAttrs, stateAttrs);
+    append(updResults, norms);
+    append(updAttrs, normAttrs);
+    finish(upd, nullptr, updResults, updAttrs);
+    train.setSymName(kGradFunction);
+  }
   renameParameters(eval);
   renameParameters(train);
 }

@@ -17,8 +17,19 @@ namespace rewire::train_tool {
 
 using namespace rewire::runtime;
 
+namespace {
+runtime::Communicator *dieComm = nullptr;
+} // namespace
+
+void setDieCommunicator(runtime::Communicator *comm) { dieComm = comm; }
+
 void die(const std::string &message, int code) {
-  std::cerr << "rewire-train: error: " << printable(message) << "\n";
+  bool many = dieComm && dieComm->size() > 1;
+  std::cerr << "rewire-train"
+            << (many ? " (rank " + std::to_string(dieComm->rank()) + ")" : std::string())
+            << ": error: " << printable(message) << "\n";
+  if (many)
+    dieComm->abort(code);
   std::exit(code);
 }
 
@@ -130,7 +141,19 @@ Options parse(int argc, char **argv) {
       .value("jsonl", "FILE.jsonl", "one JSON object per step (and per validation)",
              text(t.jsonl))
       .toggle("grad-norms", "add each parameter's gradient norm to the JSONL rows",
-              [&] { o.gradNorms = true; }, kCompileOnly);
+              [&] { o.gradNorms = true; }, kCompileOnly)
+      .value("grad-accum", "K",
+             "sum gradients over K micro-batches of the compiled\n"
+             "batch per step (the global batch: batch x K x ranks)",
+             [&](const std::string &v) {
+               t.gradAccum = flags.count(v, "grad-accum");
+               if (t.gradAccum < 1)
+                 die("--grad-accum must be at least 1", 1);
+             })
+      .toggle("deterministic-reduce",
+              "under mpirun: sum gradients in rank order (the same\n"
+              "bits every run; moves N times the data)",
+              [&] { o.deterministicReduce = true; });
   flags.parse(argc, argv, [&](const std::string &a) {
     if (!o.model.empty())
       die("more than one model given ('" + o.model + "', '" + a + "')", 1);
@@ -188,6 +211,8 @@ std::vector<std::string> compileFlags(const Options &o) {
     spec += ",frozen=" + list(o.frozen);
   if (o.gradNorms)
     spec += ",grad-norms=true";
+  if (o.splitSteps)
+    spec += ",split=true";
   if (!o.depthWeights.empty())
     spec += ",depth-weights=" + list(o.depthWeights);
   std::vector<std::string> flags = {"--train=" + spec};

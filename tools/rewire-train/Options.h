@@ -14,8 +14,11 @@
 
 namespace rewire::train_tool {
 
-/// Prints "rewire-train: error: MESSAGE" and exits with `code`.
+/// Prints "rewire-train: error: MESSAGE" and exits with `code`; in a run
+/// of several ranks (setDieCommunicator) it names the rank and ends every
+/// rank, which may be waiting for this one in a collective.
 [[noreturn]] void die(const std::string &message, int code);
+void setDieCommunicator(runtime::Communicator *comm);
 
 struct Options {
   runtime::TrainerOptions train;
@@ -26,6 +29,8 @@ struct Options {
   double momentum = 0, weightDecay = 0, eps = 1e-8, clip = 0;
   int64_t logEvery = 10, batch = 0, seqLen = 0;
   bool gradNorms = false, allowNoResidual = false;
+  /// Split steps: --grad-accum > 1 or several ranks (mpirun).
+  bool splitSteps = false, deterministicReduce = false;
 };
 
 /// The command line, checked (usage errors exit 1).

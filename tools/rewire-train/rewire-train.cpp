@@ -14,6 +14,11 @@
 // last, so a kill at any moment leaves a consistent pair. --resume continues
 // from it and reproduces the uninterrupted run bit for bit.
 //
+// Under mpirun every rank runs this: rank 0 compiles first (the others
+// then find the artifact in the cache), trains with the others on its share
+// of each global batch (docs/distributed.md) and alone writes checkpoints,
+// logs and --output/--export. A rank that fails ends the run.
+//
 // Exit codes: 0 trained; 1 bad command line; 2 data that does not fit the
 // model; 3 the loss became NaN or infinite; 4 compile, load or file I/O.
 //
@@ -25,6 +30,9 @@
 #include "rewire/Support/AtomicFile.h"
 #include "tools/common/CompileCache.h"
 #include "tools/common/OutOfMemory.h"
+#ifdef REWIRE_HAVE_MPI
+#include "rewire/Runtime/MpiCommunicator.h"
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -39,6 +47,23 @@ using namespace rewire::train_tool;
 int main(int argc, char **argv) {
   rewire::tools::exitOnOutOfMemory("rewire-train", 4);
   Options o = parse(argc, argv);
+  std::unique_ptr<Communicator> comm;
+  if (launchedByMpi()) {
+#ifdef REWIRE_HAVE_MPI
+    std::string err;
+    comm = createMpiCommunicator(o.deterministicReduce, err);
+    if (!comm)
+      die(err, 4);
+    setDieCommunicator(comm.get());
+#else
+    die("started by mpirun, but this rewire-train was built without MPI (apt-get install "
+        "libopenmpi-dev, then rebuild)", 1);
+#endif
+  }
+  int ranks = comm ? comm->size() : 1;
+  bool root = !comm || comm->rank() == 0;
+  o.splitSteps = o.train.gradAccum > 1 || ranks > 1;
+  o.train.comm = ranks > 1 ? comm.get() : nullptr;
   auto endsWith = [&](const char *ext) {
     size_t n = std::strlen(ext);
     return o.model.size() > n && o.model.compare(o.model.size() - n, n, ext) == 0;
@@ -58,11 +83,22 @@ int main(int argc, char **argv) {
   for (auto [flag, path] : {std::pair<const char *, const std::string *>{"--output", &o.output},
                             {"--export", &o.exportOnnx}, {"--metrics", &o.train.metrics},
                             {"--jsonl", &o.train.jsonl}, {"--plot", &o.train.plot}})
-    if (!path->empty())
+    if (!path->empty() && root)
       if (auto err = checkOutputPath(*path))
         die(std::string(flag) + ": " + *err, 4);
-  std::string artifact =
-      compiled ? o.model : tools::compileCached(o.model, compileFlags(o), die, !o.exportOnnx.empty());
+  // Rank 0 compiles; the others wait, then find it in the cache.
+  auto compile = [&] {
+    return compiled ? o.model
+                    : tools::compileCached(o.model, compileFlags(o), die, !o.exportOnnx.empty());
+  };
+  std::string artifact = root ? compile() : "";
+  if (ranks > 1) {
+    int done = 1;
+    if (auto err = comm->broadcast(&done, sizeof done, 0))
+      die(*err, 4);
+    if (!root)
+      artifact = compile();
+  }
 
   std::string error;
   bool cuda = isCudaArtifact(artifact);
@@ -79,13 +115,16 @@ int main(int argc, char **argv) {
   if (!trainer)
     die(failed.message, static_cast<int>(failed.failure));
   int64_t start = trainer->firstStep(), end = trainer->endStep();
-  if (o.train.resume)
+  if (o.train.resume && root)
     std::cerr << "rewire-train: resumed from step " << start << "\n";
+  if (ranks > 1 && root)
+    std::cerr << "rewire-train: " << comm->describe() << ", global batch "
+              << trainer->batchSize() << "\n";
 
   auto t0 = std::chrono::steady_clock::now();
   auto progress = [&](const StepResult &r) {
     int64_t step = r.step;
-    if (o.logEvery <= 0 || ((step + 1) % o.logEvery != 0 && step + 1 != end))
+    if (!root || o.logEvery <= 0 || ((step + 1) % o.logEvery != 0 && step + 1 != end))
       return;
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double perStep = secs / static_cast<double>(step + 1 - start);
@@ -105,6 +144,8 @@ int main(int argc, char **argv) {
   };
   if (auto e = trainer->run(progress, validation))
     die(e->message, static_cast<int>(e->failure));
+  if (!root)
+    return 0; // rank 0 writes what was trained
   if (!o.output.empty())
     if (auto e = trainer->saveParameters(o.output))
       die(e->message, static_cast<int>(e->failure));

@@ -16,11 +16,14 @@
 // Parameters and optimizer state live in two sets of host buffers that
 // swap roles each step (no copies); on the GPU they stay on the device and
 // are pulled only for validation, checkpoints and the trained weights.
+// With split steps (gradient accumulation, data parallelism:
+// DataParallel.cpp) the gradients come to the host to be summed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_RUNTIME_TRAINER_H
 #define REWIRE_RUNTIME_TRAINER_H
 
+#include "rewire/Runtime/Communicator.h"
 #include "rewire/Runtime/Executable.h"
 
 #include <cstdint>
@@ -78,6 +81,15 @@ struct TrainerOptions {
   /// When given ("sgd" or "adamw"): must be the optimizer train_step was
   /// compiled for.
   std::string optimizer;
+  /// Gradients summed over `gradAccum` micro-batches of the compiled batch
+  /// before each update, and over the ranks of `comm` (data parallelism;
+  /// null: one process). Either needs an artifact compiled with split
+  /// steps (grad_step + apply_step); the global batch, what one step
+  /// trains on, is batch x gradAccum x ranks. Rank 0 reads the checkpoint,
+  /// writes checkpoints and logs, and validates; every rank reads the data
+  /// and trains on its own share of each global batch.
+  int64_t gradAccum = 1;
+  Communicator *comm = nullptr;
 };
 
 /// One step done.
@@ -100,8 +112,12 @@ public:
   /// step it stops before.
   int64_t firstStep() const;
   int64_t endStep() const;
-  /// Examples per step, and items (tokens, or 1) per example.
+  /// Examples per step (the global batch: every micro-batch of every
+  /// rank), and items (tokens, or 1) per example.
   int64_t batchSize() const;
+  /// This process's rank and the number of ranks (0 and 1 alone).
+  int rank() const;
+  int ranks() const;
   int64_t itemsPerExample() const;
   bool tokenData() const;
 

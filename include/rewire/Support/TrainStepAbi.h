@@ -11,6 +11,15 @@
 //         [gradnorm:<p>...])
 //   eval_step(<data input>, target, param:<p>...) -> (loss, [loss:depth<k>...])
 //
+// Split (rewire-train-step{split=true}, for data parallelism and gradient
+// accumulation): train_step's two halves, the runtime reducing the
+// gradients in between:
+//   grad_step(<data input>, target, param:<p>...)
+//     -> (loss, grad:<p>..., [param:<buffer>'...], [loss:depth<k>...])
+//   apply_step(param:<p>..., state:<p>:<slot>..., grad:<p>..., grad_scale,
+//              lr[, bias_correction1, bias_correction2])
+//     -> (param:<p>'..., state:<p>:<slot>'..., [gradnorm:<p>...])
+//
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_SUPPORT_TRAINSTEPABI_H
 #define REWIRE_SUPPORT_TRAINSTEPABI_H
@@ -19,6 +28,8 @@ namespace rewire::trainstep {
 
 constexpr const char *kTrainFunction = "train_step";
 constexpr const char *kEvalFunction = "eval_step";
+constexpr const char *kGradFunction = "grad_step";
+constexpr const char *kApplyFunction = "apply_step";
 
 constexpr const char *kTarget = "target";
 constexpr const char *kLearningRate = "lr";
@@ -26,6 +37,11 @@ constexpr const char *kLearningRate = "lr";
 constexpr const char *kBiasCorrection1 = "bias_correction1";
 constexpr const char *kBiasCorrection2 = "bias_correction2";
 constexpr const char *kLoss = "loss";
+/// Split steps: a parameter's gradient (`grad:<name>`), a result of
+/// grad_step and an input of apply_step, which scales it by `grad_scale`
+/// (1 / the number of batches summed into it) before clipping.
+constexpr const char *kGradPrefix = "grad:";
+constexpr const char *kGradScale = "grad_scale";
 
 /// A parameter (`param:<name>`): an input, and the updated value a result.
 constexpr const char *kParamPrefix = "param:";
