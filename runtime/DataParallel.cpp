@@ -22,6 +22,7 @@
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/TrainStepAbi.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -191,7 +192,9 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
     for (size_t j = 0; j < bufferOut.size(); ++j)
       std::swap(bufferOut[j].data, in[bufferIn[j]].data);
   }
+  commSeconds = 0;
   if (ranks > 1) {
+    auto t0 = std::chrono::steady_clock::now();
     if (auto err = comm->allReduceSum(gradSum.data(), gradSum.size()))
       return trainError(TrainFailure::io, *err);
     if (auto err = comm->allReduceSum(losses.data(), losses.size()))
@@ -199,6 +202,7 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
     for (size_t j : bufferIn)
       if (auto err = comm->broadcast(in[j].data.data(), in[j].data.size(), 0))
         return trainError(TrainFailure::io, *err);
+    commSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   double n = static_cast<double>(accum * ranks);
   float scale = static_cast<float>(1.0 / n);

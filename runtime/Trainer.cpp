@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -390,6 +391,7 @@ TrainStatus Trainer::Impl::validationLoss(std::vector<double> &sum) {
 }
 
 TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
+  auto t0 = std::chrono::steady_clock::now();
   double lr = learningRate(step);
   in[inIndex[kLearningRate]] = scalarTensor(lr);
   if (adam) {
@@ -424,6 +426,8 @@ TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
                                                   "; lower --lr or add --warmup");
   for (auto [oi, ii] : carry)
     std::swap(out[oi].data, in[ii].data);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.commSeconds = split ? commSeconds : 0.0;
   result.step = step;
   result.loss = loss;
   result.lr = lr;
@@ -445,6 +449,9 @@ TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
                  loss, lr);
     for (size_t k = 0; k < depthOut.size(); ++k)
       std::fprintf(jsonl, ",\"loss_depth%zu\":%.9g", k + 1, result.depthLosses[k]);
+    std::fprintf(jsonl, ",\"step_ms\":%.4f", result.seconds * 1e3);
+    if (ranks > 1)
+      std::fprintf(jsonl, ",\"allreduce_ms\":%.4f", result.commSeconds * 1e3);
     if (!normOut.empty()) {
       std::fprintf(jsonl, ",\"grad_norms\":{");
       for (size_t k = 0; k < normOut.size(); ++k)

@@ -97,6 +97,7 @@ struct Trainer::Impl {
   std::vector<std::pair<GradOut, size_t>> gradOuts;
   std::vector<HostTensor> bufferOut; ///< batch-norm running statistics
   std::vector<size_t> bufferIn;      ///< their inputs in `in`
+  double commSeconds = 0;            ///< the last step's time in sums
 
   int64_t lastCheckpoint = -1;
   /// Loss history for the plot (a resumed run's starts from --metrics).

@@ -97,6 +97,8 @@ struct StepResult {
   int64_t step = 0; ///< 0-based
   double loss = 0, lr = 0;
   std::vector<double> depthLosses; ///< LPA: the loss at each depth
+  /// Wall time of the step, and of its sums across ranks (0 on one).
+  double seconds = 0, commSeconds = 0;
 };
 
 class Trainer {
