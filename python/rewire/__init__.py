@@ -1,0 +1,243 @@
+"""Rewire from Python: load a model, rewrite its residual stream, compile and run it.
+
+    import rewire
+    model = rewire.load("gpt.onnx")               # or ONNX bytes, or Rewire IR (.mlir)
+    print(model.report()["streams"][0]["updates"][0]["kind"])
+    review = model.rewrite("review", init="identity")
+    session = rewire.compile(review)              # target="cpu" or "cuda"
+    (logits,) = session.run(None, {"input": ids}) # as onnxruntime.InferenceSession.run
+    review.export("review.onnx")
+
+Every call is the command-line tools' own code (the compiler and runtime
+libraries through the `_core` module); a failure raises `rewire.Error` with
+the message the tool would print, and compiler warnings are Python warnings.
+Arrays go in through the buffer protocol or DLPack (a contiguous CPU
+`torch.Tensor` or NumPy array is read where it lies) and come out as NumPy
+arrays that own their memory (`torch.from_dlpack` takes them without a copy).
+docs/python.md is the tutorial.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import weakref
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["Error", "Model", "Session", "load", "compile"]
+
+Error = _core.Error
+"""Raised when a model cannot be read, rewritten, compiled or run; its message is the tool's."""
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _runtime_lib_dir() -> str:
+    """Where librewire_kernels.a is: inside the installed package, or the build tree's lib/."""
+    for d in (os.path.join(_PACKAGE_DIR, "lib"), os.path.join(_PACKAGE_DIR, "..", "..", "lib")):
+        if os.path.exists(os.path.join(d, "librewire_kernels.a")):
+            return os.path.normpath(d)
+    raise Error("librewire_kernels.a not found next to the rewire package: reinstall it (pip install .)")
+
+
+def _private_dir(owner: object, prefix: str) -> str:
+    """A temporary folder removed with `owner` (it holds only files Rewire wrote)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    weakref.finalize(owner, shutil.rmtree, d, True)
+    return d
+
+
+def _option_text(options: Mapping[str, Any]) -> str:
+    """{"init": "identity", "nag_c": 2} -> "init=identity,nag-c=2" (residual-rewrite's names)."""
+    parts = []
+    for key, value in options.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        text = str(value)
+        if any(c in text for c in ",:{} \n"):
+            raise Error("option %s=%r: values cannot contain ',', ':', braces or spaces" % (key, value))
+        parts.append("%s=%s" % (key.replace("_", "-"), text))
+    return ",".join(parts)
+
+
+class Model:
+    """A model held by Rewire: its IR (`.mlir`) and parameters, in a private folder.
+
+    Models are values: `rewrite`, `truncate` and `pipeline` return new models and
+    leave this one as it was.
+    """
+
+    def __init__(self, _dir: str):
+        self._dir = _dir
+
+    @classmethod
+    def _new(cls) -> "Model":
+        m = cls.__new__(cls)
+        m._dir = _private_dir(m, "rewire-model-")
+        return m
+
+    @property
+    def mlir(self) -> str:
+        """The model as Rewire IR (nn and residual dialects), as text."""
+        with open(os.path.join(self._dir, "model.mlir")) as f:
+            return f.read()
+
+    def report(self) -> Dict[str, Any]:
+        """The residual streams (residual-report's JSON): `streams`, each with `id` and
+        `updates` (`layer`, `kind`, `branch`, `skip`, `params`, `flops_per_token`), plus
+        `params_added` and `flops_added_per_token`. Streams are detected if need be."""
+        scratch = os.path.join(self._dir, "report.json")
+        try:
+            return json.loads(_core.report(self._dir, scratch))
+        finally:
+            if os.path.exists(scratch):
+                os.unlink(scratch)
+
+    def rewrite(self, kind: str, *, allow_no_residual: bool = False, **options: Any) -> "Model":
+        """The model with its residual adds rewritten to `kind` (`review`, `nag`, `lpa`,
+        `hc`, `mhc`, `laurel`, `value-residual`, ...; docs/residual-forms.md). Options are
+        residual-rewrite's, with `_` for `-`: `rewrite("review", init="identity")`.
+        A model without a residual add is an error unless `allow_no_residual`."""
+        spec = kind + (":" + _option_text(options) if options else "")
+        out = Model._new()
+        _core.rewrite(self._dir, out._dir, spec, allow_no_residual)
+        return out
+
+    def truncate(self, depth: int, granularity: str = "block") -> "Model":
+        """The first `depth` blocks and the shared head (LPA's "use N models")."""
+        out = Model._new()
+        _core.truncate(self._dir, out._dir, int(depth), granularity)
+        return out
+
+    def pipeline(self, pipeline: str) -> "Model":
+        """The model through an MLIR pass pipeline, as rewire-opt would run it:
+        `model.pipeline("builtin.module(func.func(residual-detect))")`."""
+        out = Model._new()
+        _core.run_pipeline(self._dir, out._dir, pipeline)
+        return out
+
+    def export(self, path: Union[str, os.PathLike], params: Optional[Union[str, os.PathLike]] = None,
+               function: str = "forward") -> None:
+        """Writes standard ONNX (residual forms decomposed into ONNX ops), with the model's
+        parameters or those of `params` (a safetensors file, e.g. rewire-train --output)."""
+        _core.export_onnx(self._dir, os.fspath(path), os.fspath(params) if params else "",
+                          function, 0)
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the IR to `path` and its parameters beside it
+        (`<path without .mlir>.params.safetensors`), for rewire-opt and rewire-compile."""
+        path = os.fspath(path)
+        params = (path[:-5] if path.endswith(".mlir") else path) + ".params.safetensors"
+        text = self.mlir.replace('nn.parameter_file = "params.safetensors"',
+                                 'nn.parameter_file = %s' % json.dumps(os.path.basename(params)), 1)
+        src = os.path.join(self._dir, "params.safetensors")
+        if os.path.exists(src):
+            shutil.copyfile(src, params)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def __repr__(self) -> str:
+        try:
+            streams = self.report()["streams"]
+            return "<rewire.Model: %d stream(s), %d residual update(s)>" % (
+                len(streams), sum(len(s["updates"]) for s in streams))
+        except Error:
+            return "<rewire.Model>"
+
+
+def load(source: Union[str, os.PathLike, bytes], *, dims: Optional[Mapping[str, int]] = None,
+         input_shapes: Optional[Sequence[Sequence[int]]] = None) -> Model:
+    """Imports an ONNX model (a path or its bytes) or reads Rewire IR (`.mlir`).
+
+    `dims` binds symbolic dimensions (`{"batch": 2}`); `input_shapes` gives each graph
+    input's shape in order (as rewire-compile --input-shape)."""
+    m = Model._new()
+    if not isinstance(source, (bytes, bytearray)):
+        source = os.fspath(source)
+        if not os.path.exists(source):
+            raise Error("'%s' does not exist" % source)
+    else:
+        source = bytes(source)
+    _core.import_model(source, m._dir, dict(dims or {}), [list(map(int, s)) for s in (input_shapes or [])])
+    return m
+
+
+class Session:
+    """A compiled model, run like onnxruntime.InferenceSession."""
+
+    def __init__(self, artifact: str, params: str = "", _keep: Optional[object] = None):
+        self._exe = _core.Executable(artifact, params)
+        self._keep = _keep
+        self.artifact = artifact
+        self.functions = {f["name"]: f for f in self._exe.functions()}
+
+    @property
+    def device(self) -> str:
+        """Where the code runs: "cpu", or the GPU."""
+        return self._exe.device()
+
+    def get_inputs(self, function: str = "forward") -> List[Dict[str, Any]]:
+        """The function's inputs: name, dtype ("f32", "i64", ...) and shape."""
+        return self.functions[function]["inputs"]
+
+    def get_outputs(self, function: str = "forward") -> List[Dict[str, Any]]:
+        return self.functions[function]["outputs"]
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
+            function: str = "forward") -> List[np.ndarray]:
+        """Runs `function` on `input_feed` (name -> array: NumPy, a CPU torch.Tensor, or anything
+        with the buffer protocol or __dlpack__) and returns the outputs named (all for None)."""
+        if function not in self.functions:
+            raise Error("the artifact has no function '%s' (it has %s)" % (function, ", ".join(self.functions)))
+        spec = self.functions[function]
+        names = [i["name"] for i in spec["inputs"]]
+        unknown = sorted(set(input_feed) - set(names))
+        missing = [n for n in names if n not in input_feed]
+        if unknown or missing:
+            raise Error("inputs of '%s' are %s; %s" % (
+                function, ", ".join(names),
+                "missing: " + ", ".join(missing) if missing else "unknown: " + ", ".join(unknown)))
+        args = []
+        for n in names:
+            x = input_feed[n]
+            if not hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+                x = np.asarray(x)
+            if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
+            args.append(x)
+        outs = self._exe.run(function, args)
+        if output_names is None:
+            return outs
+        index = {o["name"]: k for k, o in enumerate(spec["outputs"])}
+        for n in output_names:
+            if n not in index:
+                raise Error("'%s' has no output '%s' (it has %s)" % (function, n, ", ".join(index)))
+        return [outs[index[n]] for n in output_names]
+
+
+def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None,
+            allow_no_residual: bool = False, train: Optional[str] = None,
+            precise_math: bool = False, opt_level: int = 3, cpu: str = "native",
+            seed: int = 0) -> Session:
+    """Compiles `model` for `target` ("cpu" or "cuda") and loads it.
+
+    `residual` rewrites first (`"review:init=identity"`, as rewire-compile --residual);
+    `train` also compiles the training steps (`"adamw:loss=cross_entropy"`, as --train)."""
+    if not isinstance(model, Model):
+        raise Error("rewire.compile takes a rewire.Model (rewire.load(...)), got %s" % type(model).__name__)
+    holder = object.__new__(_Holder)
+    d = _private_dir(holder, "rewire-compiled-")
+    artifact = os.path.join(d, "model.rwcu" if target == "cuda" else "model.rwx")
+    _core.compile(model._dir, artifact, target, train or "", residual or "", allow_no_residual,
+                  os.path.join(d, "rewritten.mlir"), False, int(opt_level), cpu, precise_math,
+                  _runtime_lib_dir(), "", int(seed))
+    return Session(artifact, _keep=holder)
+
+
+class _Holder:
+    """Keeps a compiled artifact's folder alive as long as its Session."""
