@@ -210,7 +210,7 @@ void importModel(nb::object source, const std::string &dir,
 
 /// DIR -> OUT through `apply`, the parameters shared.
 template <typename F>
-void transform(const std::string &dir, const std::string &out, const std::string &what, F apply) {
+void transformModel(const std::string &dir, const std::string &out, const std::string &what, F apply) {
   Diagnostics diag;
   llvm::SourceMgr sm;
   auto module = readDir(dir, diag, sm);
@@ -228,7 +228,7 @@ bool hasStreams(mlir::ModuleOp m) {
 }
 
 void runPipeline(const std::string &dir, const std::string &out, const std::string &pipeline) {
-  transform(dir, out, "the pass pipeline", [&](mlir::ModuleOp m, Diagnostics &) {
+  transformModel(dir, out, "the pass pipeline", [&](mlir::ModuleOp m, Diagnostics &) {
     mlir::PassManager pm(&context());
     std::string err;
     llvm::raw_string_ostream os(err);
@@ -242,7 +242,7 @@ void truncateModel(const std::string &dir, const std::string &out, int64_t depth
               const std::string &granularity) {
   if (granularity != "block" && granularity != "sublayer")
     throw Error("granularity must be 'block' or 'sublayer', got '" + granularity + "'");
-  transform(dir, out, "truncating to depth " + std::to_string(depth),
+  transformModel(dir, out, "truncating to depth " + std::to_string(depth),
             [&](mlir::ModuleOp m, Diagnostics &) {
     mlir::PassManager pm(&context());
     if (!hasStreams(m))
@@ -458,7 +458,7 @@ NB_MODULE(_core, m) {
         nb::arg("input_shapes"));
   m.def("rewrite", [](const std::string &dir, const std::string &out, const std::string &spec,
                       bool allowNone) {
-    transform(dir, out, "the rewrite '" + spec + "'", [&](mlir::ModuleOp mod, Diagnostics &) {
+    transformModel(dir, out, "the rewrite '" + spec + "'", [&](mlir::ModuleOp mod, Diagnostics &) {
       return compiler::applyResidualRewrite(mod, spec, allowNone);
     });
   });
