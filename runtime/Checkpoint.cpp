@@ -108,10 +108,12 @@ TrainStatus Trainer::Impl::writeCheckpoint(int64_t step) {
                       jsonQuote("model-" + std::to_string(step) + ".safetensors") + "}\n";
   if (auto err = writeFileAtomically(o.checkpoint + "/state.json", {&state}))
     return trainError(TrainFailure::io, *err);
-  // The previous checkpoint is no longer referenced.
-  if (lastCheckpoint >= 0 && lastCheckpoint != step)
+  // The previous checkpoint is no longer referenced (only one this trainer
+  // wrote in this folder).
+  if (lastCheckpoint >= 0 && lastCheckpoint != step && lastCheckpointDir == o.checkpoint)
     ::unlink(checkpointPath(lastCheckpoint).c_str());
   lastCheckpoint = step;
+  lastCheckpointDir = o.checkpoint;
   return std::nullopt;
 }
 

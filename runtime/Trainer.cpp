@@ -87,6 +87,8 @@ double Trainer::Impl::learningRate(int64_t t) const {
 }
 
 TrainStatus Trainer::Impl::readData() {
+  if (o.callerBatches)
+    return std::nullopt; // batches come with each step
   if (tokens) {
     if (auto e = readTokens(o.data.empty() ? o.text : o.data, !o.text.empty(), o.tokenDtype,
                             data.tokens))
@@ -154,7 +156,9 @@ TrainStatus Trainer::Impl::bind() {
                             yFlag + " " + std::to_string(ex.targets.shape[0]));
     return std::nullopt;
   };
-  if (tokens) {
+  if (o.callerBatches) {
+    examples = globalBatch();
+  } else if (tokens) {
     if (xi.shape.size() != 2 || xi.dtype != DType::I64 || ti.dtype != DType::I64 ||
         ti.shape != xi.shape)
       return trainError(TrainFailure::data,
@@ -497,6 +501,8 @@ std::unique_ptr<Trainer> Trainer::create(const Executable &model, const std::str
     status = t.broadcastState();
   if (!status) {
     t.lastCheckpoint = options.resume ? t.start : -1;
+    t.lastCheckpointDir = options.checkpoint;
+    t.next = t.start;
     if (options.resume && t.root())
       status = t.resumeLogs();
   }

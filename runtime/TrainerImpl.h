@@ -100,6 +100,8 @@ struct Trainer::Impl {
   double commSeconds = 0;            ///< the last step's time in sums
 
   int64_t lastCheckpoint = -1;
+  std::string lastCheckpointDir; ///< the folder lastCheckpoint is in
+  int64_t next = 0;              ///< caller batches: the next step
   /// Loss history for the plot (a resumed run's starts from --metrics).
   std::vector<double> histStep, histLoss, valStep, valLoss;
   std::vector<std::vector<double>> histDepth;
@@ -114,6 +116,12 @@ struct Trainer::Impl {
   /// Brings the host copies of the device-kept state up to date.
   TrainStatus syncHost();
   TrainStatus step(int64_t step, StepResult &result);
+
+  // CallerBatches.cpp
+  /// `x` and `y` checked against the model's data input and target, with
+  /// `rows` examples.
+  TrainStatus checkBatch(const HostTensor &x, const HostTensor &y, int64_t rows,
+                         const char *what) const;
 
   // DataParallel.cpp
   /// Makes `view` from grad_step and apply_step; an error when the options

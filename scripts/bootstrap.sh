@@ -40,14 +40,16 @@ if ((${#missing[@]})); then
   fi
 fi
 
-# ONNX Runtime (PyPI) for the export tests, in a venv that also sees Debian's
-# onnx, numpy and torch.
+# A venv that also sees Debian's onnx, numpy and torch: ONNX Runtime (PyPI)
+# for the export tests; nanobind and scikit-build-core to build the Python
+# package (installed into it after the build); pytest for its tests.
 VENV="$BUILD_DIR/venv"
-if ! "$VENV/bin/python" -c "import onnxruntime" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import onnxruntime, nanobind, scikit_build_core, pytest" >/dev/null 2>&1; then
   mkdir -p "$BUILD_DIR"
-  /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
-    "$VENV/bin/pip" install -q "onnxruntime==${ORT_VERSION:-1.32.0}" >/tmp/rewire-pip.log 2>&1 || {
-      echo "bootstrap: error: could not install onnxruntime into $VENV; see /tmp/rewire-pip.log" >&2
+  { [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$VENV"; } &&
+    "$VENV/bin/pip" install -q "onnxruntime==${ORT_VERSION:-1.32.0}" "nanobind>=2,<4" \
+      "scikit-build-core>=0.10,<2" "pytest>=8,<10" >/tmp/rewire-pip.log 2>&1 || {
+      echo "bootstrap: error: could not install onnxruntime, nanobind, scikit-build-core or pytest into $VENV; see /tmp/rewire-pip.log" >&2
       exit 2
     }
 fi
@@ -57,10 +59,19 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >"$BUILD_DIR.configure.log" 2>&1 || {
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DPython_EXECUTABLE="$VENV/bin/python" \
+    >"$BUILD_DIR.configure.log" 2>&1 || {
       echo "bootstrap: error: cmake configure failed; see $BUILD_DIR.configure.log" >&2
       tail -n 30 "$BUILD_DIR.configure.log" >&2
       exit 3
     }
 fi
 ninja -C "$BUILD_DIR" -j "$JOBS" || { echo "bootstrap: error: build failed" >&2; exit 3; }
+# The Python package into the venv (pyproject.toml: the same build folder,
+# so this builds nothing new).
+"$VENV/bin/pip" install -q --no-build-isolation --config-settings=build-dir="$BUILD_DIR" "$ROOT" \
+    >/tmp/rewire-pip-package.log 2>&1 || {
+  echo "bootstrap: error: pip install of the Python package failed; see /tmp/rewire-pip-package.log" >&2
+  tail -n 30 /tmp/rewire-pip-package.log >&2
+  exit 3
+}

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["Error", "Model", "Session", "load", "compile"]
+__all__ = ["Error", "Model", "Session", "Trainer", "load", "compile"]
 
 Error = _core.Error
 """Raised when a model cannot be read, rewritten, compiled or run; its message is the tool's."""
@@ -241,3 +241,110 @@ def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None
 
 class _Holder:
     """Keeps a compiled artifact's folder alive as long as its Session."""
+
+
+def _array(x: Any) -> Any:
+    """An argument for _core: DLPack objects and C-contiguous NumPy arrays as they are."""
+    if not hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return x
+
+
+class Trainer:
+    """Trains a model with its compiled train step: rewire-train's trainer library
+    (the schedule, gradient accumulation, checkpoints, logs), fed batches from Python.
+
+        trainer = rewire.Trainer(model, optimizer="adamw", lr=3e-3, loss="cross_entropy",
+                                 steps=1000, schedule="cosine", warmup=50)
+        for x, y in batches:
+            loss = trainer.step(x, y)
+        trainer.checkpoint("ck")                 # rewire.Trainer.resume("ck", model, ...) continues
+        weights = trainer.state_dict()           # name -> NumPy array
+
+    The model's batch is its compiled input's first axis; with `grad_accum=K` a step takes
+    K times as many rows (summed as K micro-batches). `steps` is the length of the
+    learning-rate schedule; `residual`, `frozen`, `clip`, ... are rewire-train's options.
+    """
+
+    def __init__(self, model: Model, *, optimizer: str = "adamw", loss: str = "mse", lr: float = 1e-3,
+                 steps: int = 1000, schedule: str = "constant", warmup: int = 0, min_lr: float = 0.0,
+                 momentum: float = 0.0, weight_decay: float = 0.0, beta1: float = 0.9,
+                 beta2: float = 0.999, eps: float = 1e-8, clip: float = 0.0,
+                 frozen: Iterable[str] = (), ignore_index: int = -100, grad_accum: int = 1,
+                 residual: Optional[str] = None, allow_no_residual: bool = False,
+                 target: str = "cpu", params: Optional[str] = None,
+                 checkpoint: Optional[str] = None, resume: bool = False,
+                 metrics: Optional[str] = None, jsonl: Optional[str] = None):
+        if not isinstance(model, Model):
+            raise Error("rewire.Trainer takes a rewire.Model, got %s" % type(model).__name__)
+        if optimizer not in ("sgd", "adamw"):
+            raise Error("optimizer must be 'sgd' or 'adamw', got %r" % optimizer)
+        if loss not in ("mse", "cross_entropy"):
+            raise Error("loss must be 'mse' or 'cross_entropy', got %r" % loss)
+        if schedule not in ("constant", "cosine"):
+            raise Error("schedule must be 'constant' or 'cosine', got %r" % schedule)
+        frozen = list(frozen)
+        if any(not f or any(c in f for c in ",+: ") for f in frozen):
+            raise Error("frozen: parameter-name prefixes without ',', '+', ':' or spaces")
+        spec = "%s:loss=%s,ignore-index=%d,momentum=%.17g,weight-decay=%.17g,beta1=%.17g," \
+               "beta2=%.17g,eps=%.17g,clip=%.17g" % (optimizer, loss, ignore_index, momentum,
+                                                     weight_decay, beta1, beta2, eps, clip)
+        if frozen:
+            spec += ",frozen=" + "+".join(frozen)
+        if grad_accum > 1:
+            spec += ",split=true"
+        self._session = compile(model, target, residual=residual, allow_no_residual=allow_no_residual,
+                                train=spec)
+        options = {"steps": int(steps), "lr": float(lr), "min_lr": float(min_lr),
+                   "warmup": int(warmup), "cosine": schedule == "cosine", "beta1": float(beta1),
+                   "beta2": float(beta2), "grad_accum": int(grad_accum), "resume": bool(resume)}
+        for key, value in (("params", params), ("checkpoint", checkpoint), ("metrics", metrics),
+                           ("jsonl", jsonl)):
+            if value:
+                options[key] = os.fspath(value)
+        if resume and not checkpoint:
+            raise Error("resume needs checkpoint=DIR")
+        self._t = _core.Trainer(self._session.artifact, options)
+        self.last: Dict[str, Any] = {}
+        """The last step's result: step, loss, lr, depth_losses (LPA), seconds."""
+
+    @classmethod
+    def resume(cls, checkpoint: Union[str, os.PathLike], model: Model, **options: Any) -> "Trainer":
+        """A trainer continuing from `checkpoint` (written by `checkpoint()` or rewire-train),
+        with the same model and options as the run that wrote it: it goes on bit for bit."""
+        return cls(model, checkpoint=os.fspath(checkpoint), resume=True, **options)
+
+    @property
+    def step_count(self) -> int:
+        """The number of the next step (steps done, with those before a resume)."""
+        return self._t.next_step
+
+    @property
+    def batch(self) -> int:
+        """Rows per step (the compiled batch x grad_accum)."""
+        return self._t.batch
+
+    def step(self, inputs: Any, targets: Any) -> float:
+        """One update on a batch; returns the loss before it (as a PyTorch loop logs it)."""
+        self.last = self._t.step(_array(inputs), _array(targets))
+        return self.last["loss"]
+
+    def evaluate(self, inputs: Any, targets: Any) -> float:
+        """eval_step's loss on a batch of the compiled batch, with the current parameters."""
+        return self._t.evaluate(_array(inputs), _array(targets))[0]
+
+    def checkpoint(self, directory: Union[str, os.PathLike]) -> None:
+        """Writes the parameters and optimizer state (state.json + model-<step>.safetensors,
+        atomically) to `directory`; Trainer.resume continues from it."""
+        self._t.checkpoint(os.fspath(directory))
+
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        """The current parameters, by the model's names (copies)."""
+        return self._t.parameters()
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the parameters as safetensors (rewire-train --output's file: Model.export
+        and rewire-run take it as params)."""
+        self._t.save(os.fspath(path))

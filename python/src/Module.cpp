@@ -29,6 +29,7 @@
 #include "rewire/Import/OnnxImport.h"
 #include "rewire/InitAll.h"
 #include "rewire/Runtime/Executable.h"
+#include "rewire/Runtime/Trainer.h"
 #include "rewire/Support/ReadFile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -48,6 +49,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -449,6 +451,122 @@ private:
   std::unique_ptr<runtime::Executable> exe;
 };
 
+/// An array from Python as a HostTensor (copied), or a message.
+HostTensor hostTensor(const AnyArray &a, const char *what) {
+  HostTensor h;
+  bool known = false;
+  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32,
+                  DType::I16, DType::I8, DType::U8, DType::U16, DType::U32, DType::U64,
+                  DType::Bool})
+    if (dlpackType(d) == a.dtype()) {
+      h.dtype = d;
+      known = true;
+    }
+  if (!known)
+    throw Error(std::string(what) + " has a dtype Rewire does not take");
+  for (size_t d = 0; d < a.ndim(); ++d)
+    h.shape.push_back(static_cast<int64_t>(a.shape(d)));
+  const auto *p = static_cast<const uint8_t *>(a.data());
+  h.data.assign(p, p + a.nbytes());
+  return h;
+}
+
+NumpyArray numpyCopy(const HostTensor &t) {
+  auto *buffer = new uint8_t[t.data.size() > 0 ? t.data.size() : 1];
+  std::memcpy(buffer, t.data.data(), t.data.size());
+  nb::capsule owner(buffer, [](void *p) noexcept { delete[] static_cast<uint8_t *>(p); });
+  std::vector<size_t> shape(t.shape.begin(), t.shape.end());
+  return NumpyArray(buffer, shape.size(), shape.data(), owner, nullptr, dlpackType(t.dtype));
+}
+
+/// runtime::Trainer on caller batches (the Python Trainer's engine).
+class PyTrainer {
+public:
+  PyTrainer(const std::string &artifact, const nb::dict &kw) {
+    runtime::TrainerOptions o;
+    o.callerBatches = true;
+    for (auto [key, value] : kw) {
+      std::string k = nb::cast<std::string>(key);
+      if (k == "steps") o.steps = nb::cast<int64_t>(value);
+      else if (k == "lr") o.lr = nb::cast<double>(value);
+      else if (k == "min_lr") o.minLr = nb::cast<double>(value);
+      else if (k == "warmup") o.warmup = nb::cast<int64_t>(value);
+      else if (k == "cosine") o.cosine = nb::cast<bool>(value);
+      else if (k == "beta1") o.beta1 = nb::cast<double>(value);
+      else if (k == "beta2") o.beta2 = nb::cast<double>(value);
+      else if (k == "params") o.params = nb::cast<std::string>(value);
+      else if (k == "checkpoint") o.checkpoint = nb::cast<std::string>(value);
+      else if (k == "resume") o.resume = nb::cast<bool>(value);
+      else if (k == "grad_accum") o.gradAccum = nb::cast<int64_t>(value);
+      else if (k == "metrics") o.metrics = nb::cast<std::string>(value);
+      else if (k == "jsonl") o.jsonl = nb::cast<std::string>(value);
+      else throw Error("unknown trainer option '" + k + "'");
+    }
+    std::string error;
+    exe = runtime::Executable::load(artifact, error);
+    if (!exe)
+      throw Error(error);
+    runtime::TrainError failed;
+    trainer = runtime::Trainer::create(*exe, artifact, o, failed);
+    if (!trainer)
+      throw Error(failed.message);
+  }
+
+  nb::dict step(const AnyArray &x, const AnyArray &y) {
+    HostTensor hx = hostTensor(x, "inputs"), hy = hostTensor(y, "targets");
+    runtime::StepResult r;
+    runtime::TrainStatus status;
+    {
+      nb::gil_scoped_release release;
+      status = trainer->step(hx, hy, r);
+    }
+    if (status)
+      throw Error(status->message);
+    nb::dict d;
+    d["step"] = r.step;
+    d["loss"] = r.loss;
+    d["lr"] = r.lr;
+    d["depth_losses"] = r.depthLosses;
+    d["seconds"] = r.seconds;
+    return d;
+  }
+
+  std::vector<double> evaluate(const AnyArray &x, const AnyArray &y) {
+    HostTensor hx = hostTensor(x, "inputs"), hy = hostTensor(y, "targets");
+    std::vector<double> losses;
+    if (auto e = trainer->evaluate(hx, hy, losses))
+      throw Error(e->message);
+    return losses;
+  }
+
+  void checkpoint(const std::string &dir) {
+    if (auto e = trainer->checkpoint(dir))
+      throw Error(e->message);
+  }
+
+  void save(const std::string &path) {
+    if (auto e = trainer->saveParameters(path))
+      throw Error(e->message);
+  }
+
+  nb::dict parameters() {
+    std::vector<std::pair<std::string, HostTensor>> ps;
+    if (auto e = trainer->parameters(ps))
+      throw Error(e->message);
+    nb::dict d;
+    for (auto &[name, t] : ps)
+      d[nb::str(name.c_str())] = nb::cast(numpyCopy(t));
+    return d;
+  }
+
+  int64_t nextStep() const { return trainer->nextStep(); }
+  int64_t batch() const { return trainer->batchSize(); }
+
+private:
+  std::unique_ptr<runtime::Executable> exe;
+  std::unique_ptr<runtime::Trainer> trainer;
+};
+
 } // namespace
 
 NB_MODULE(_core, m) {
@@ -472,4 +590,13 @@ NB_MODULE(_core, m) {
       .def("functions", &PyExecutable::functions)
       .def("device", &PyExecutable::device)
       .def("run", &PyExecutable::run);
+  nb::class_<PyTrainer>(m, "Trainer")
+      .def(nb::init<const std::string &, const nb::dict &>())
+      .def("step", &PyTrainer::step)
+      .def("evaluate", &PyTrainer::evaluate)
+      .def("checkpoint", &PyTrainer::checkpoint)
+      .def("save", &PyTrainer::save)
+      .def("parameters", &PyTrainer::parameters)
+      .def_prop_ro("next_step", &PyTrainer::nextStep)
+      .def_prop_ro("batch", &PyTrainer::batch);
 }

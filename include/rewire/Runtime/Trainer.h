@@ -90,6 +90,9 @@ struct TrainerOptions {
   /// and trains on its own share of each global batch.
   int64_t gradAccum = 1;
   Communicator *comm = nullptr;
+  /// Batches come from the caller (step(inputs, targets): the Python
+  /// Trainer) instead of data files; run() is then not used.
+  bool callerBatches = false;
 };
 
 /// One step done.
@@ -132,6 +135,22 @@ public:
   /// Writes the current parameters under the model's names (safetensors,
   /// atomically).
   TrainStatus saveParameters(const std::string &path);
+
+  // Caller batches (TrainerOptions::callerBatches; CallerBatches.cpp).
+  /// One step on `inputs` and `targets`: the global batch (batch x
+  /// gradAccum rows on one process), dtypes and other axes the model's.
+  TrainStatus step(const HostTensor &inputs, const HostTensor &targets, StepResult &result);
+  /// eval_step's losses (the loss, then per depth) on a batch of the
+  /// compiled batch, with the current parameters.
+  TrainStatus evaluate(const HostTensor &inputs, const HostTensor &targets,
+                       std::vector<double> &losses);
+  /// A checkpoint of the current state in `dir` (state.json and
+  /// model-<step>.safetensors, atomically), as --checkpoint writes them.
+  TrainStatus checkpoint(const std::string &dir);
+  /// The current parameters under the model's names.
+  TrainStatus parameters(std::vector<std::pair<std::string, HostTensor>> &out);
+  /// The step the next update makes (0-based).
+  int64_t nextStep() const;
 
   struct Impl;
 
