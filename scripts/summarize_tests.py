@@ -1,7 +1,9 @@
-"""Adds up a lit xunit report (and NAME=pass|fail results of suites without
-one) into the one line CI reads: `N passed, N failed`.
+"""Adds up a lit xunit report, the pytest JUnit reports of the Python
+package's suites (each test case counted; the lit test that ran the suite
+counts too) and NAME=pass|fail results of suites without one into the one
+line CI reads: `N passed, N failed`.
 
-    summarize_tests.py results.xml [fuzz-import=pass ...]
+    summarize_tests.py results.xml [pytest-model.xml ...] [fuzz-import=pass ...]
 
 Unsupported tests (e.g. `REQUIRES: cuda-gpu` on a machine without a GPU) are
 listed on the line before, never counted as passed. A missing or empty report
@@ -11,21 +13,26 @@ import sys
 import xml.etree.ElementTree as ET
 
 
-def main(path, extras):
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as e:
-        print("summarize_tests: cannot read %s: %s" % (path, e))
-        print("0 passed, 1 failed")
-        return 1
+def main(path, args):
+    reports = [path] + [a for a in args if a.endswith(".xml")]
+    extras = [a for a in args if not a.endswith(".xml")]
     passed = failed = skipped = 0
-    for case in root.iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+    for report in reports:
+        try:
+            root = ET.parse(report).getroot()
+        except (OSError, ET.ParseError) as e:
+            print("summarize_tests: cannot read %s: %s" % (report, e))
             failed += 1
-        elif case.find("skipped") is not None:
-            skipped += 1
-        else:
-            passed += 1
+            continue
+        for case in root.iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed += 1
+                if report != path:
+                    print("FAILED: %s::%s" % (case.get("classname"), case.get("name")))
+            elif case.find("skipped") is not None:
+                skipped += 1
+            else:
+                passed += 1
     # Suites that do not write xunit (the short fuzz run): NAME=pass|fail.
     for extra in extras:
         name, _, result = extra.partition("=")

@@ -17,7 +17,7 @@ export BUILD_DIR
 "$ROOT/scripts/bootstrap.sh"
 
 XML="$BUILD_DIR/test-results.xml"
-rm -f "$XML"
+rm -f "$XML" "$BUILD_DIR"/pytest-*.xml
 set +e
 /usr/lib/llvm-22/bin/lit -sv --xunit-xml-output="$XML" \
   "$BUILD_DIR/test" "$BUILD_DIR/test/unit"
@@ -39,7 +39,7 @@ for t in import onnxgen artifact elf npy safetensors json input-spec; do
 done
 
 set +e
-python3 "$ROOT/scripts/summarize_tests.py" "$XML" "${results[@]}"
+python3 "$ROOT/scripts/summarize_tests.py" "$XML" "$BUILD_DIR"/pytest-*.xml "${results[@]}"
 summary_rc=$?
 set -e
 [ "$lit_rc" -eq 0 ] && [ "$summary_rc" -eq 0 ] || exit 1

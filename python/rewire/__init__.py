@@ -223,11 +223,12 @@ class Session:
 def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None,
             allow_no_residual: bool = False, train: Optional[str] = None,
             precise_math: bool = False, opt_level: int = 3, cpu: str = "native",
-            seed: int = 0) -> Session:
+            seed: int = 0, params: Optional[Union[str, os.PathLike]] = None) -> Session:
     """Compiles `model` for `target` ("cpu" or "cuda") and loads it.
 
     `residual` rewrites first (`"review:init=identity"`, as rewire-compile --residual);
-    `train` also compiles the training steps (`"adamw:loss=cross_entropy"`, as --train)."""
+    `train` also compiles the training steps (`"adamw:loss=cross_entropy"`, as --train);
+    `params` runs with other parameters (a safetensors file: Trainer.save's, rewire-train's)."""
     if not isinstance(model, Model):
         raise Error("rewire.compile takes a rewire.Model (rewire.load(...)), got %s" % type(model).__name__)
     holder = object.__new__(_Holder)
@@ -236,7 +237,7 @@ def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None
     _core.compile(model._dir, artifact, target, train or "", residual or "", allow_no_residual,
                   os.path.join(d, "rewritten.mlir"), False, int(opt_level), cpu, precise_math,
                   _runtime_lib_dir(), "", int(seed))
-    return Session(artifact, _keep=holder)
+    return Session(artifact, os.fspath(params) if params else "", _keep=holder)
 
 
 class _Holder:

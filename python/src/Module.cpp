@@ -234,7 +234,14 @@ void runPipeline(const std::string &dir, const std::string &out, const std::stri
     mlir::PassManager pm(&context());
     std::string err;
     llvm::raw_string_ostream os(err);
-    if (failed(mlir::parsePassPipeline(pipeline, pm, os)))
+    // rewire-opt's --pass-pipeline form, `builtin.module(...)`, names the
+    // module this manager already runs on: its contents are the pipeline.
+    llvm::StringRef text = llvm::StringRef(pipeline).trim();
+    if (text.consume_front("builtin.module(") && text.consume_back(")"))
+      ;
+    else
+      text = llvm::StringRef(pipeline).trim();
+    if (failed(mlir::parsePassPipeline(text, pm, os)))
       throw Error("pass pipeline '" + pipeline + "': " + err);
     return pm.run(m);
   });
