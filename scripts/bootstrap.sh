@@ -42,14 +42,15 @@ fi
 
 # A venv that also sees Debian's onnx, numpy and torch: ONNX Runtime (PyPI)
 # for the export tests; nanobind and scikit-build-core to build the Python
-# package (installed into it after the build); pytest for its tests.
+# package (installed into it after the build); pytest and transformers (on
+# Debian's PyTorch 1.13, the oracle) for its tests.
 VENV="$BUILD_DIR/venv"
-if ! "$VENV/bin/python" -c "import onnxruntime, nanobind, scikit_build_core, pytest" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import onnxruntime, nanobind, scikit_build_core, pytest, transformers" >/dev/null 2>&1; then
   mkdir -p "$BUILD_DIR"
   { [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$VENV"; } &&
     "$VENV/bin/pip" install -q "onnxruntime==${ORT_VERSION:-1.32.0}" "nanobind>=2,<4" \
-      "scikit-build-core>=0.10,<2" "pytest>=8,<10" >/tmp/rewire-pip.log 2>&1 || {
-      echo "bootstrap: error: could not install onnxruntime, nanobind, scikit-build-core or pytest into $VENV; see /tmp/rewire-pip.log" >&2
+      "scikit-build-core>=0.10,<2" "pytest>=8,<10" "transformers==4.44.2" >/tmp/rewire-pip.log 2>&1 || {
+      echo "bootstrap: error: could not install onnxruntime, nanobind, scikit-build-core, pytest or transformers into $VENV; see /tmp/rewire-pip.log" >&2
       exit 2
     }
 fi

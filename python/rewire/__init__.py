@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["Error", "Model", "Session", "Trainer", "load", "compile"]
+__all__ = ["Error", "Model", "Session", "Trainer", "load", "compile", "from_torch"]
 
 Error = _core.Error
 """Raised when a model cannot be read, rewritten, compiled or run; its message is the tool's."""
@@ -72,6 +72,11 @@ class Model:
     leave this one as it was.
     """
 
+    torch_names: Optional[Dict[str, Any]] = None
+    """From rewire.from_torch: {parameter: (the module's parameter name, transposed)}."""
+    torch_unmatched: List[str] = []
+    """From rewire.from_torch: the module's tensors no parameter here stands for."""
+
     def __init__(self, _dir: str):
         self._dir = _dir
 
@@ -80,6 +85,12 @@ class Model:
         m = cls.__new__(cls)
         m._dir = _private_dir(m, "rewire-model-")
         return m
+
+    def _derived(self) -> "Model":
+        """A new model that keeps this one's PyTorch names."""
+        out = Model._new()
+        out.torch_names, out.torch_unmatched = self.torch_names, self.torch_unmatched
+        return out
 
     @property
     def mlir(self) -> str:
@@ -104,20 +115,20 @@ class Model:
         residual-rewrite's, with `_` for `-`: `rewrite("review", init="identity")`.
         A model without a residual add is an error unless `allow_no_residual`."""
         spec = kind + (":" + _option_text(options) if options else "")
-        out = Model._new()
+        out = self._derived()
         _core.rewrite(self._dir, out._dir, spec, allow_no_residual)
         return out
 
     def truncate(self, depth: int, granularity: str = "block") -> "Model":
         """The first `depth` blocks and the shared head (LPA's "use N models")."""
-        out = Model._new()
+        out = self._derived()
         _core.truncate(self._dir, out._dir, int(depth), granularity)
         return out
 
     def pipeline(self, pipeline: str) -> "Model":
         """The model through an MLIR pass pipeline, as rewire-opt would run it:
         `model.pipeline("builtin.module(func.func(residual-detect))")`."""
-        out = Model._new()
+        out = self._derived()
         _core.run_pipeline(self._dir, out._dir, pipeline)
         return out
 
@@ -244,6 +255,13 @@ class _Holder:
     """Keeps a compiled artifact's folder alive as long as its Session."""
 
 
+def from_torch(module: Any, example_inputs: Any, **options: Any) -> Model:
+    """A torch.nn.Module as a Rewire model, through torch.onnx (rewire/torch_bridge.py:
+    `exporter="torchscript"|"dynamo"`, `input_names`, `dynamic_axes`, ...)."""
+    from .torch_bridge import from_torch as bridge
+    return bridge(module, example_inputs, **options)
+
+
 def _array(x: Any) -> Any:
     """An argument for _core: DLPack objects and C-contiguous NumPy arrays as they are."""
     if not hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
@@ -308,6 +326,7 @@ class Trainer:
         if resume and not checkpoint:
             raise Error("resume needs checkpoint=DIR")
         self._t = _core.Trainer(self._session.artifact, options)
+        self._torch_names = model.torch_names
         self.last: Dict[str, Any] = {}
         """The last step's result: step, loss, lr, depth_losses (LPA), seconds."""
 
@@ -341,9 +360,33 @@ class Trainer:
         atomically) to `directory`; Trainer.resume continues from it."""
         self._t.checkpoint(os.fspath(directory))
 
-    def state_dict(self) -> Dict[str, np.ndarray]:
-        """The current parameters, by the model's names (copies)."""
-        return self._t.parameters()
+    def state_dict(self, torch_names: bool = False) -> Dict[str, Any]:
+        """The current parameters, by the model's names (NumPy copies); with `torch_names`
+        (a model from rewire.from_torch) the module's parameters under the module's own
+        names as torch tensors, transposed back where the export transposed them, for
+        `module.load_state_dict(sd, strict=False)`; the rewrite's new parameters are
+        `new_parameters()`."""
+        params = self._t.parameters()
+        if not torch_names:
+            return params
+        if self._torch_names is None:
+            raise Error("state_dict(torch_names=True) needs a model from rewire.from_torch")
+        import collections
+
+        import torch
+        out = collections.OrderedDict()
+        for name, a in params.items():
+            hit = self._torch_names.get(name)
+            if hit:
+                key, transposed = hit
+                out[key] = torch.from_numpy(np.ascontiguousarray(a.T) if transposed else a)
+        return out
+
+    def new_parameters(self) -> Dict[str, np.ndarray]:
+        """The parameters that are not the PyTorch module's (a rewrite's:
+        `stream<S>.layer<L>.<kind>.<name>`), by name."""
+        names = self._torch_names or {}
+        return {k: v for k, v in self._t.parameters().items() if k not in names}
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the parameters as safetensors (rewire-train --output's file: Model.export
