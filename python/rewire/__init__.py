@@ -285,6 +285,11 @@ class Trainer:
     The model's batch is its compiled input's first axis; with `grad_accum=K` a step takes
     K times as many rows (summed as K micro-batches). `steps` is the length of the
     learning-rate schedule; `residual`, `frozen`, `clip`, ... are rewire-train's options.
+
+    `comm="mpi"` (run under `mpirun -np N python ...`) trains data-parallel as
+    `mpirun rewire-train` does: every rank passes the same global batch (batch x
+    grad_accum x N rows) to `step`, trains on its share and sums the gradients with the
+    others; rank 0 writes checkpoints and logs. `"mpi-deterministic"` sums in rank order.
     """
 
     def __init__(self, model: Model, *, optimizer: str = "adamw", loss: str = "mse", lr: float = 1e-3,
@@ -295,7 +300,8 @@ class Trainer:
                  residual: Optional[str] = None, allow_no_residual: bool = False,
                  target: str = "cpu", params: Optional[str] = None,
                  checkpoint: Optional[str] = None, resume: bool = False,
-                 metrics: Optional[str] = None, jsonl: Optional[str] = None):
+                 metrics: Optional[str] = None, jsonl: Optional[str] = None,
+                 comm: Optional[str] = None):
         if not isinstance(model, Model):
             raise Error("rewire.Trainer takes a rewire.Model, got %s" % type(model).__name__)
         if optimizer not in ("sgd", "adamw"):
@@ -312,7 +318,7 @@ class Trainer:
                                                      weight_decay, beta1, beta2, eps, clip)
         if frozen:
             spec += ",frozen=" + "+".join(frozen)
-        if grad_accum > 1:
+        if grad_accum > 1 or comm:
             spec += ",split=true"
         self._session = compile(model, target, residual=residual, allow_no_residual=allow_no_residual,
                                 train=spec)
@@ -320,7 +326,7 @@ class Trainer:
                    "warmup": int(warmup), "cosine": schedule == "cosine", "beta1": float(beta1),
                    "beta2": float(beta2), "grad_accum": int(grad_accum), "resume": bool(resume)}
         for key, value in (("params", params), ("checkpoint", checkpoint), ("metrics", metrics),
-                           ("jsonl", jsonl)):
+                           ("jsonl", jsonl), ("comm", comm)):
             if value:
                 options[key] = os.fspath(value)
         if resume and not checkpoint:
@@ -343,8 +349,17 @@ class Trainer:
 
     @property
     def batch(self) -> int:
-        """Rows per step (the compiled batch x grad_accum)."""
+        """Rows per step: the global batch (compiled batch x grad_accum x ranks)."""
         return self._t.batch
+
+    @property
+    def rank(self) -> int:
+        """This process's rank (0 without comm)."""
+        return self._t.rank
+
+    @property
+    def ranks(self) -> int:
+        return self._t.ranks
 
     def step(self, inputs: Any, targets: Any) -> float:
         """One update on a batch; returns the loss before it (as a PyTorch loop logs it)."""

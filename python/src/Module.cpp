@@ -30,6 +30,9 @@
 #include "rewire/InitAll.h"
 #include "rewire/Runtime/Executable.h"
 #include "rewire/Runtime/Trainer.h"
+#ifdef REWIRE_HAVE_MPI
+#include "rewire/Runtime/MpiCommunicator.h"
+#endif
 #include "rewire/Support/ReadFile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -486,6 +489,24 @@ NumpyArray numpyCopy(const HostTensor &t) {
   return NumpyArray(buffer, shape.size(), shape.data(), owner, nullptr, dlpackType(t.dtype));
 }
 
+/// The process's MPI communicator, started on first use (Trainer(comm="mpi")),
+/// finalized at exit.
+runtime::Communicator *mpiWorld(bool deterministic) {
+#ifdef REWIRE_HAVE_MPI
+  static std::unique_ptr<runtime::Communicator> world;
+  if (!world) {
+    std::string error;
+    world = runtime::createMpiCommunicator(deterministic, error);
+    if (!world)
+      throw Error(error);
+  }
+  return world.get();
+#else
+  (void)deterministic;
+  throw Error("this rewire was built without MPI (apt-get install libopenmpi-dev, then rebuild)");
+#endif
+}
+
 /// runtime::Trainer on caller batches (the Python Trainer's engine).
 class PyTrainer {
 public:
@@ -507,6 +528,16 @@ public:
       else if (k == "grad_accum") o.gradAccum = nb::cast<int64_t>(value);
       else if (k == "metrics") o.metrics = nb::cast<std::string>(value);
       else if (k == "jsonl") o.jsonl = nb::cast<std::string>(value);
+      else if (k == "comm") {
+        std::string c = nb::cast<std::string>(value);
+        if (c != "mpi" && c != "mpi-deterministic")
+          throw Error("comm must be 'mpi' or 'mpi-deterministic', got '" + c + "'");
+        runtime::Communicator *world = mpiWorld(c == "mpi-deterministic");
+        if (world->size() > 1)
+          o.comm = world;
+        rank = world->rank();
+        ranks = world->size();
+      }
       else throw Error("unknown trainer option '" + k + "'");
     }
     std::string error;
@@ -567,11 +598,14 @@ public:
   }
 
   int64_t nextStep() const { return trainer->nextStep(); }
+  int rankOf() const { return rank; }
+  int rankCount() const { return ranks; }
   int64_t batch() const { return trainer->batchSize(); }
 
 private:
   std::unique_ptr<runtime::Executable> exe;
   std::unique_ptr<runtime::Trainer> trainer;
+  int rank = 0, ranks = 1;
 };
 
 } // namespace
@@ -605,5 +639,7 @@ NB_MODULE(_core, m) {
       .def("save", &PyTrainer::save)
       .def("parameters", &PyTrainer::parameters)
       .def_prop_ro("next_step", &PyTrainer::nextStep)
-      .def_prop_ro("batch", &PyTrainer::batch);
+      .def_prop_ro("batch", &PyTrainer::batch)
+      .def_prop_ro("rank", &PyTrainer::rankOf)
+      .def_prop_ro("ranks", &PyTrainer::rankCount);
 }

@@ -1,0 +1,20 @@
+"""One rank of test_distributed.py (run under mpirun): trains the tiny GPT
+with rewire.Trainer(comm=...) on the given global batches and, on rank 0,
+writes the losses and trained parameters.
+
+    mpi_rank.py MODEL BATCHES.npz OUT.npz COMM
+"""
+import sys
+
+import numpy as np
+
+import rewire
+
+model, batches, out, comm = sys.argv[1:5]
+data = np.load(batches)
+trainer = rewire.Trainer(rewire.load(model), loss="cross_entropy", lr=3e-3,
+                         steps=len(data["x"]), comm=comm)
+assert trainer.ranks == 2 and trainer.batch == data["x"].shape[1], (trainer.ranks, trainer.batch)
+losses = [trainer.step(x, y) for x, y in zip(data["x"], data["y"])]
+if trainer.rank == 0:
+    np.savez(out, losses=np.array(losses), **trainer.state_dict())
