@@ -9,7 +9,7 @@ Layers, bottom to top; a file may include its own layer and those listed:
   compiler   lib/Import, lib/Export, lib/Compiler,        support, dialects, passes
              lib/Registration and their headers
   runtime    runtime/, include/rewire/Runtime             support (no MLIR, no LLVM)
-  tools      tools/                                       everything
+  tools      tools/, python/src (the Python module)       everything
 
 and the components (lib/Export, passes/Transforms, dialects/nn, ...) include
 one another without a cycle. Prints every violation; exit 1 if any.
@@ -51,6 +51,7 @@ PLACES = [
     ("passes/", "passes", None),
     ("runtime/", "runtime", "runtime"),
     ("tools/", "tools", None),
+    ("python/src/", "tools", "python"),
 ]
 SOURCE = re.compile(r".*\.(h|hpp|c|cc|cpp|inc)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
@@ -86,7 +87,7 @@ def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(os.path.dirname(__file__), ".."))
     problems, edges, files = [], {}, 0
-    for top in ("include", "lib", "dialects", "passes", "runtime", "tools"):
+    for top in ("include", "lib", "dialects", "passes", "runtime", "tools", "python/src"):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             for n in sorted(names):
                 if not SOURCE.match(n):

@@ -1,4 +1,4 @@
-"""Runs every command in README.md's code blocks, so the README cannot drift
+"""Runs every command in README.md's shell code blocks, so the README cannot drift
 from the tools: each block's lines (joined at trailing backslashes, comments
 stripped) get their placeholders (model.onnx, gpt.onnx, x.npy, tokens.bin,
 ...) as files made from the bundled tiny GPT and small generated inputs, and
@@ -26,17 +26,22 @@ FAILED = []
 ELSEWHERE = {
     "./scripts/test.sh": "is this test suite",
     "./scripts/demo.sh": "runs as test/Examples/tiny-gpt-demo.test and tiny-gpt-forms.test",
+    "build/venv/bin/pip install --no-build-isolation .": "is the bootstrap's last step (its "
+    "package is what test/Python tests)",
 }
 
 
 def commands(readme):
     """(line number, command) for every command of every code block."""
-    out, block, start, pending = [], False, 0, ""
+    out, block, start, pending, shell = [], False, 0, "", True
     for n, line in enumerate(open(readme), 1):
         if line.startswith("```"):
             block = not block
+            # Shell blocks only: a ```python block shows API use with
+            # placeholders; python/tests and examples/python run the API.
+            shell = line[3:].strip() in ("", "sh", "bash", "console")
             continue
-        if not block or not line.strip():
+        if not block or not shell or not line.strip():
             continue
         text = line.rstrip("\n")
         if not pending:
