@@ -100,6 +100,15 @@ public:
           return mlir::success();
         }) {}
 
+  /// Raises rewire.Error for a compiler error: its message (or `fallback`
+  /// when the reason is in the diagnostics only), then the diagnostics.
+  [[noreturn]] void fail(llvm::Error error, const std::string &fallback) const {
+    std::string message;
+    llvm::handleAllErrors(std::move(error),
+                          [&](const compiler::CompileError &e) { message = e.message; });
+    fail(message.empty() ? fallback : message);
+  }
+
   /// Raises rewire.Error: `what`, then the diagnostics.
   [[noreturn]] void fail(const std::string &what) const {
     std::string text = what;
@@ -128,13 +137,8 @@ std::string join(const std::string &dir, const char *file) {
 mlir::OwningOpRef<mlir::ModuleOp> readDir(const std::string &dir, Diagnostics &diag,
                                           llvm::SourceMgr &sm) {
   auto module = compiler::readModel(context(), sm, join(dir, "model.mlir"));
-  if (!module) {
-    std::string message;
-    llvm::handleAllErrors(module.takeError(), [&](const compiler::CompileError &e) {
-      message = e.message;
-    });
-    diag.fail(message.empty() ? "cannot read the model in '" + dir + "'" : message);
-  }
+  if (!module)
+    diag.fail(module.takeError(), "cannot read the model in '" + dir + "'");
   return std::move(*module);
 }
 
@@ -184,12 +188,8 @@ void importModel(nb::object source, const std::string &dir,
       // with the parameters shared into DIR.
       llvm::SourceMgr sm;
       auto module = compiler::readModel(context(), sm, path);
-      if (!module) {
-        std::string message;
-        llvm::handleAllErrors(module.takeError(),
-                              [&](const compiler::CompileError &e) { message = e.message; });
-        diag.fail(message.empty() ? "cannot read '" + path + "'" : message);
-      }
+      if (!module)
+        diag.fail(module.takeError(), "cannot read '" + path + "'");
       std::string params;
       if (auto ref = (**module)->getAttrOfType<mlir::StringAttr>(nn::kParameterFileAttrName)) {
         llvm::SmallString<256> p(llvm::sys::path::parent_path(path));
@@ -330,13 +330,8 @@ void compileModel(const std::string &dir, const std::string &output, const std::
     nb::gil_scoped_release release;
     err = compiler::compile(context(), job);
   }
-  if (err) {
-    std::string message;
-    llvm::handleAllErrors(std::move(err), [&](const compiler::CompileError &e) {
-      message = e.message;
-    });
-    diag.fail(message.empty() ? "the compile failed" : message);
-  }
+  if (err)
+    diag.fail(std::move(err), "the compile failed");
   diag.warn();
 }
 

@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -36,6 +35,9 @@ TOL_UPDATE = 1e-5
 TOL_GRAD = 1e-5
 # AdamW losses over the first steps, fused vs split: relative.
 TOL_LOSS = 1e-4
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
+from check_weights import read_safetensors  # noqa: E402
 
 
 def env():
@@ -55,20 +57,6 @@ def run(cmd, expect=0):
     if p.returncode != expect:
         raise SystemExit("FAIL: %s exited %d (expected %d):\n%s" % (" ".join(cmd), p.returncode, expect, p.stdout))
     return p.stdout
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    out = {}
-    for k, e in header.items():
-        if k == "__metadata__":
-            continue
-        a, b = e["data_offsets"]
-        out[k] = np.frombuffer(blob[8 + n + a:8 + n + b], dtype=np.float32).reshape(e["shape"])
-    return out
 
 
 def losses(path):

@@ -21,9 +21,7 @@ data path) must stay within 1e-4 of PyTorch's losses.
     parity_resnet.py WORKDIR
 """
 import csv
-import json
 import os
-import struct
 import subprocess
 import sys
 import warnings
@@ -37,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 import rewire_runtime as rr  # noqa: E402
+
 
 def _finite(v):
     """A NaN error counts as infinitely wrong (max() would skip it)."""
@@ -108,21 +107,6 @@ class ResNet(nn.Module):
         x = pool(act(self.bn(self.stem(x))))
         x = self.layer2(self.layer1(x))
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
-
-
-def read_safetensors(path):
-    """{name: float32 array} of a safetensors file (rewire-train --output)."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = info["data_offsets"]
-        out[name] = np.frombuffer(blob[8 + n + lo:8 + n + hi], dtype=np.float32).reshape(info["shape"])
-    return out
 
 
 def batch(step):
