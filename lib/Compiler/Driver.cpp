@@ -244,7 +244,8 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
   // Errors name the op and location; the whole module is not printed.
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context,
+                                               job.diagnostics ? *job.diagnostics : llvm::errs());
 
   // Where the parameters of an imported model go until the artifact's file
   // is written.

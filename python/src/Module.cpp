@@ -315,6 +315,9 @@ void compileModel(const std::string &dir, const std::string &output, const std::
   job.instrument = instrument;
   job.runtimeLibDir = runtimeLibDir;
   job.emulatorKernels = emulatorKernels;
+  std::string printed;
+  llvm::raw_string_ostream printedStream(printed);
+  job.diagnostics = &printedStream;
   job.options.residual = residual;
   job.options.allowNoResidual = allowNoResidual;
   job.options.optLevel = optLevel;
@@ -330,8 +333,12 @@ void compileModel(const std::string &dir, const std::string &output, const std::
     nb::gil_scoped_release release;
     err = compiler::compile(context(), job);
   }
+  // The compile's diagnostics (with their source lines): errors into the
+  // exception, anything else (warnings) as a Python warning.
   if (err)
-    diag.fail(std::move(err), "the compile failed");
+    diag.fail(std::move(err), "the compile failed" + (printed.empty() ? "" : ":\n" + printed));
+  if (!printed.empty() && PyErr_WarnEx(PyExc_UserWarning, printed.c_str(), 1) != 0)
+    throw nb::python_error();
   diag.warn();
 }
 

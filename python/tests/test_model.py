@@ -131,6 +131,8 @@ def test_errors_say_what_is_wrong(gpt2_dynamo, tmp_path):
         session.run(["logits"], {"in0": x})
     with pytest.raises(rewire.Error, match="not a target"):
         rewire.compile(model, target="tpu")
+    with pytest.raises(rewire.Error, match="not options of residual-rewrite"):
+        rewire.compile(model, residual="nope")  # the compiler's diagnostic, not only "failed"
     # Token ids are untrusted: an id outside the vocabulary is an error, not a read.
     bad = x.copy()
     bad[0, 0] = 10 ** 6

@@ -22,6 +22,7 @@
 
 namespace llvm {
 class SourceMgr;
+class raw_ostream;
 } // namespace llvm
 
 namespace rewire::compiler {
@@ -55,6 +56,9 @@ struct CompileJob {
   std::string runtimeLibDir;
   /// --target=cuda: also write the kernels compiled for the CUDA emulator.
   std::string emulatorKernels;
+  /// Where the diagnostics go, with their source lines (null: stderr); the
+  /// Python API collects them into its exception.
+  llvm::raw_ostream *diagnostics = nullptr;
   CompileOptions options;
 };
 
