@@ -23,6 +23,7 @@
 #include "rewire/Support/TrainStepAbi.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -133,6 +134,10 @@ TrainStatus Trainer::Impl::bindSplit() {
   }
   if (gradIndex.size() != gradOffset.size() || gradOuts.empty())
     return trainError(TrainFailure::io, "grad_step and apply_step do not match");
+  for (const TensorInfo &t : applyFn->inputs) {
+    auto it = gradIndex.find(t.name);
+    applyGradSlot.push_back(it == gradIndex.end() ? SIZE_MAX : it->second);
+  }
   return std::nullopt;
 }
 
@@ -209,18 +214,10 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
   std::memcpy(in[inIndex[kGradScale]].data.data(), &scale, 4);
   std::vector<const void *> aip(applyFn->inputs.size());
   std::vector<void *> aop(applyFn->outputs.size());
-  for (size_t i = 0; i < aip.size(); ++i) {
-    const std::string &name = applyFn->inputs[i].name;
-    if (startsWith(name, kGradPrefix)) {
-      size_t slot = 0;
-      for (size_t j = 0; j < gradOuts.size(); ++j)
-        if (gradFn->outputs[j].name == name)
-          slot = gradOuts[j].second;
-      aip[i] = gradSum.data() + gradOffset[slot];
-    } else {
-      aip[i] = in[inIndex[name]].data.data();
-    }
-  }
+  for (size_t i = 0; i < aip.size(); ++i)
+    aip[i] = applyGradSlot[i] != SIZE_MAX ? static_cast<const void *>(gradSum.data() +
+                                                                      gradOffset[applyGradSlot[i]])
+                                          : in[inIndex[applyFn->inputs[i].name]].data.data();
   for (size_t i = 0; i < aop.size(); ++i)
     aop[i] = out[outIndex[applyFn->outputs[i].name]].data.data();
   if (auto err = model->runRaw(kApplyFunction, aip.data(), aop.data()))

@@ -95,6 +95,8 @@ struct Trainer::Impl {
   /// grad_step's outputs: where each goes (see bindSplit).
   enum class GradOut { loss, grad, buffer, depth };
   std::vector<std::pair<GradOut, size_t>> gradOuts;
+  /// apply_step's inputs: the gradient slot of each (SIZE_MAX: not one).
+  std::vector<size_t> applyGradSlot;
   std::vector<HostTensor> bufferOut; ///< batch-norm running statistics
   std::vector<size_t> bufferIn;      ///< their inputs in `in`
   double commSeconds = 0;            ///< the last step's time in sums

@@ -363,14 +363,20 @@ nb::dlpack::dtype dlpackType(DType t) {
   return nb::dtype<float>();
 }
 
-/// "f32", "i64", ... of a DLPack dtype (as the artifact names them).
-std::string dlpackName(nb::dlpack::dtype t) {
+/// The DType of a DLPack dtype, if Rewire has it.
+std::optional<DType> fromDlpack(nb::dlpack::dtype t) {
   for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32,
                   DType::I16, DType::I8, DType::U8, DType::U16, DType::U32, DType::U64,
                   DType::Bool})
     if (dlpackType(d) == t)
-      return dtypeName(d);
-  return "an unsupported dtype";
+      return d;
+  return std::nullopt;
+}
+
+/// "f32", "i64", ... of a DLPack dtype (as the artifact names them).
+std::string dlpackName(nb::dlpack::dtype t) {
+  auto d = fromDlpack(t);
+  return d ? dtypeName(*d) : "an unsupported dtype";
 }
 
 using AnyArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
@@ -466,16 +472,10 @@ private:
 /// An array from Python as a HostTensor (copied), or a message.
 HostTensor hostTensor(const AnyArray &a, const char *what) {
   HostTensor h;
-  bool known = false;
-  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32,
-                  DType::I16, DType::I8, DType::U8, DType::U16, DType::U32, DType::U64,
-                  DType::Bool})
-    if (dlpackType(d) == a.dtype()) {
-      h.dtype = d;
-      known = true;
-    }
-  if (!known)
+  auto dtype = fromDlpack(a.dtype());
+  if (!dtype)
     throw Error(std::string(what) + " has a dtype Rewire does not take");
+  h.dtype = *dtype;
   for (size_t d = 0; d < a.ndim(); ++d)
     h.shape.push_back(static_cast<int64_t>(a.shape(d)));
   const auto *p = static_cast<const uint8_t *>(a.data());
