@@ -231,24 +231,91 @@ class Session:
         return [outs[index[n]] for n in output_names]
 
 
+def _cache_root() -> str:
+    """The tools' compile cache: $REWIRE_CACHE_DIR, else $XDG_CACHE_HOME/rewire, else ~/.cache/rewire."""
+    if os.environ.get("REWIRE_CACHE_DIR"):
+        return os.environ["REWIRE_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "rewire")
+
+
+def _cpu_flags() -> str:
+    """This CPU's feature flags: code compiled for `native` is only reused on a CPU that has them."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return line
+    except OSError:
+        pass
+    return ""
+
+
+def _compiled(model: Model, name: str, args: tuple, holder: object, cache: bool) -> str:
+    """The folder holding `model` compiled with `args` (_core.compile's after the paths):
+    from the cache when the same model, parameters, options, compiler and CPU compiled
+    before, else compiled (into the cache: written in a temporary folder, then renamed)."""
+    def build(folder: str) -> None:
+        _core.compile(model._dir, os.path.join(folder, name), args[0], args[1], args[2], args[3],
+                      os.path.join(folder, "rewritten.mlir"), False, args[4], args[5], args[6],
+                      _runtime_lib_dir(), "", args[7])
+
+    if not cache:
+        folder = _private_dir(holder, "rewire-compiled-")
+        build(folder)
+        return folder
+    import hashlib
+    h = hashlib.sha256()
+    h.update(model.mlir.encode())
+    params = os.path.join(model._dir, "params.safetensors")
+    if os.path.exists(params):
+        with open(params, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 24), b""):
+                h.update(chunk)
+    core = os.stat(_core.__file__)
+    h.update(repr((name, args, core.st_size, core.st_mtime_ns, _cpu_flags())).encode())
+    root = _cache_root()
+    final = os.path.join(root, "python-" + h.hexdigest()[:32])
+    if os.path.exists(os.path.join(final, "complete")):
+        return final
+    os.makedirs(root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".python-", dir=root)
+    try:
+        build(tmp)
+        open(os.path.join(tmp, "complete"), "w").close()
+        os.rename(tmp, final)
+    except OSError:
+        if not os.path.exists(os.path.join(final, "complete")):
+            raise
+    finally:
+        if os.path.isdir(tmp):  # ours: another process cached the same compile first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
 def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None,
             allow_no_residual: bool = False, train: Optional[str] = None,
             precise_math: bool = False, opt_level: int = 3, cpu: str = "native",
-            seed: int = 0, params: Optional[Union[str, os.PathLike]] = None) -> Session:
+            seed: int = 0, params: Optional[Union[str, os.PathLike]] = None,
+            cache: bool = True) -> Session:
     """Compiles `model` for `target` ("cpu" or "cuda") and loads it.
 
     `residual` rewrites first (`"review:init=identity"`, as rewire-compile --residual);
     `train` also compiles the training steps (`"adamw:loss=cross_entropy"`, as --train);
-    `params` runs with other parameters (a safetensors file: Trainer.save's, rewire-train's)."""
+    `params` runs with other parameters (a safetensors file: Trainer.save's, rewire-train's).
+    Compiles are cached as the tools' are ($REWIRE_CACHE_DIR, else ~/.cache/rewire), keyed by
+    the model, its parameters, the options, the compiler and the CPU; `cache=False` compiles
+    into a private folder removed with the session."""
     if not isinstance(model, Model):
         raise Error("rewire.compile takes a rewire.Model (rewire.load(...)), got %s" % type(model).__name__)
+    if target not in ("cpu", "cuda"):
+        raise Error("target '%s' is not a target; use 'cpu' or 'cuda'" % target)
     holder = object.__new__(_Holder)
-    d = _private_dir(holder, "rewire-compiled-")
-    artifact = os.path.join(d, "model.rwcu" if target == "cuda" else "model.rwx")
-    _core.compile(model._dir, artifact, target, train or "", residual or "", allow_no_residual,
-                  os.path.join(d, "rewritten.mlir"), False, int(opt_level), cpu, precise_math,
-                  _runtime_lib_dir(), "", int(seed))
-    return Session(artifact, os.fspath(params) if params else "", _keep=holder)
+    name = "model.rwcu" if target == "cuda" else "model.rwx"
+    folder = _compiled(model, name, (target, train or "", residual or "", bool(allow_no_residual),
+                                     int(opt_level), cpu, bool(precise_math), int(seed)),
+                       holder, cache)
+    return Session(os.path.join(folder, name), os.fspath(params) if params else "", _keep=holder)
 
 
 class _Holder:

@@ -2,8 +2,14 @@
 repository (test/Models/fixtures, Hugging Face exports) and the tiny GPT."""
 import os
 
+import tempfile
+
 import numpy as np
 import pytest
+
+# One compile cache for the session (not the user's ~/.cache/rewire): tests
+# that compile the same model share it.
+os.environ.setdefault("REWIRE_CACHE_DIR", tempfile.mkdtemp(prefix="rewire-pytest-cache-"))
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "test", "Models", "fixtures")

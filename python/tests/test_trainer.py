@@ -27,7 +27,7 @@ def cli_losses(tmp_path, model, x, y, steps, extra=()):
                     "--targets", str(tmp_path / "y.npy"), "--loss", "cross_entropy",
                     "--optimizer", "adamw", "--lr", "3e-3", "--steps", str(steps),
                     "--metrics", metrics, "--log-every", "0"] + list(extra), check=True,
-                   env=dict(os.environ, REWIRE_CACHE_DIR=str(tmp_path / "cache")))
+                   env=dict(os.environ))  # the session's compile cache (conftest.py)
     with open(metrics) as f:
         return [float(r.split(",")[1]) for r in f.read().split("\n")[1:] if r]
 
