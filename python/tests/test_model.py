@@ -138,3 +138,15 @@ def test_errors_say_what_is_wrong(gpt2_dynamo, tmp_path):
     bad[0, 0] = 10 ** 6
     with pytest.raises(rewire.Error):
         session.run(None, {"in0": bad})
+
+
+def test_compiles_are_cached(gpt2_dynamo):
+    model = rewire.load(gpt2_dynamo[0])
+    a, b = rewire.compile(model), rewire.compile(rewire.load(gpt2_dynamo[0]))
+    assert a.artifact == b.artifact  # the same model, parameters and options: one compile
+    assert rewire.compile(model, precise_math=True).artifact != a.artifact
+    assert rewire.compile(model.rewrite("rezero")).artifact != a.artifact
+    private = rewire.compile(model, cache=False)
+    assert private.artifact != a.artifact
+    (x,), (y,) = a.run(None, {"in0": gpt2_dynamo[1]}), private.run(None, {"in0": gpt2_dynamo[1]})
+    assert np.array_equal(x, y)
