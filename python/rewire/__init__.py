@@ -213,15 +213,7 @@ class Session:
             raise Error("inputs of '%s' are %s; %s" % (
                 function, ", ".join(names),
                 "missing: " + ", ".join(missing) if missing else "unknown: " + ", ".join(unknown)))
-        args = []
-        for n in names:
-            x = input_feed[n]
-            if not hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
-                x = np.asarray(x)
-            if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
-                x = np.ascontiguousarray(x)
-            args.append(x)
-        outs = self._exe.run(function, args)
+        outs = self._exe.run(function, [_array(input_feed[n]) for n in names])
         if output_names is None:
             return outs
         index = {o["name"]: k for k, o in enumerate(spec["outputs"])}
