@@ -369,6 +369,8 @@ class Trainer:
             raise Error("loss must be 'mse' or 'cross_entropy', got %r" % loss)
         if schedule not in ("constant", "cosine"):
             raise Error("schedule must be 'constant' or 'cosine', got %r" % schedule)
+        if resume and not checkpoint:
+            raise Error("resume needs checkpoint=DIR")
         frozen = list(frozen)
         if any(not f or any(c in f for c in ",+: ") for f in frozen):
             raise Error("frozen: parameter-name prefixes without ',', '+', ':' or spaces")
@@ -388,8 +390,6 @@ class Trainer:
                            ("jsonl", jsonl), ("comm", comm)):
             if value:
                 options[key] = os.fspath(value)
-        if resume and not checkpoint:
-            raise Error("resume needs checkpoint=DIR")
         self._t = _core.Trainer(self._session.artifact, options)
         self._torch_names = model.torch_names
         self.last: Dict[str, Any] = {}
