@@ -99,7 +99,7 @@ def main():
     ap.add_argument("--work", default=None)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
+    os.environ["OMP_NUM_THREADS"] = str(a.threads)  # oneDNN's GEMMs in the artifacts
     work = a.work or tempfile.mkdtemp(prefix="rewire-bench-")
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)

@@ -1,7 +1,8 @@
 /*===- Kernels.c - CPU kernels linked into every artifact -------------------===
  *
  * Functions generated code calls: `rewire_sgemm` (rewire-linalg-to-blas) on
- * OpenBLAS, `memrefCopy` (the strided memref.copy of MLIR's LLVM lowering;
+ * oneDNN's SGEMM (which picks its kernel by the CPU's ISA, never by its model
+ * number: docs/performance.md, "GEMM library"), `memrefCopy` (the strided memref.copy of MLIR's LLVM lowering;
  * same ABI as MLIR's C runner utils, which artifacts do not link), and the
  * allocator generated code calls for temporaries (`_mlir_memref_to_llvm_*`,
  * finalize-memref-to-llvm{use-generic-functions}), and the error path of a
@@ -15,12 +16,15 @@
  *===----------------------------------------------------------------------===*/
 #include "rewire/Runtime/CallErrors.h"
 
-#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void failCall(void);
+static __thread char callError[1024];
 
 /* Row-major C[M,N] = A[M,K] * B[K,N] + beta * C, with A/B transposed when
  * ta/tb; pointers are aligned bases, offsets in elements. */
@@ -34,10 +38,42 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   if (lda < acols) lda = acols > 0 ? acols : 1;
   if (ldb < bcols) ldb = bcols > 0 ? bcols : 1;
   if (ldc < n) ldc = n;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              (blasint)m, (blasint)n, (blasint)k, 1.0f, (const float *)(intptr_t)a + aoff,
-              (blasint)lda, (const float *)(intptr_t)b + boff, (blasint)ldb, beta,
-              (float *)(intptr_t)c + coff, (blasint)ldc);
+  dnnl_status_t status =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, (const float *)(intptr_t)a + aoff,
+                 lda, (const float *)(intptr_t)b + boff, ldb, beta, (float *)(intptr_t)c + coff, ldc);
+  if (status != dnnl_success) {
+    snprintf(callError, sizeof(callError),
+             "internal error: oneDNN's sgemm failed (status %d) on a %lldx%lldx%lld product; "
+             "please report it with the model",
+             (int)status, (long long)m, (long long)n, (long long)k);
+    failCall();
+  }
+}
+
+static const char *isaName(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_sse41: return "sse41";
+  case dnnl_cpu_isa_avx: return "avx";
+  case dnnl_cpu_isa_avx2: return "avx2";
+  case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+  case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+  case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+  case dnnl_cpu_isa_avx512_core: return "avx512_core";
+  case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+  case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+  case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+  default: return "generic";
+  }
+}
+
+/* What runs the GEMMs: "oneDNN 2.6.3 sgemm, ISA avx512_core_amx" (the ISA
+ * oneDNN dispatches to on this CPU, found from cpuid's features). */
+const char *rewire_kernels_describe(void) {
+  static __thread char text[128];
+  const dnnl_version_t *v = dnnl_version();
+  snprintf(text, sizeof(text), "oneDNN %d.%d.%d sgemm, ISA %s", v->major, v->minor, v->patch,
+           isaName(dnnl_get_effective_cpu_isa()));
+  return text;
 }
 
 /* MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
@@ -100,7 +136,6 @@ static __thread size_t cachedBytes;
 
 /* The error path of the call running on this thread. */
 static __thread jmp_buf *callEnv;
-static __thread char callError[1024];
 
 static void failCall(void) {
   if (callEnv)

@@ -76,6 +76,8 @@ struct Model::Impl {
   std::vector<FunctionInfo> functions;
   std::vector<EntryFn> entries;
   CallFn call = nullptr;
+  /// rewire_kernels_describe's text (Executable::kernels).
+  std::string kernels;
   /// Per function: the parameter pointers, in declared order.
   std::vector<std::vector<void *>> parameters;
   SafetensorsMapping mapping;
@@ -93,6 +95,7 @@ Model::~Model() = default;
 
 const std::vector<FunctionInfo> &Model::functions() const { return impl->functions; }
 const std::string &Model::metadata() const { return impl->metadata; }
+std::string Model::kernels() const { return impl->kernels; }
 
 
 std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string &error,
@@ -174,6 +177,9 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
             "version's rewire-compile";
     return nullptr;
   }
+  using DescribeFn = const char *(*)();
+  auto describe = reinterpret_cast<DescribeFn>(::dlsym(impl->handle, cpu::kKernelsSymbol));
+  impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
   bool anyParameters = false;
   for (const JsonValue &f : functions->array) {
     FunctionInfo info;

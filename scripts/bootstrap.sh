@@ -17,7 +17,7 @@ PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
           cmake ninja-build libgtest-dev python3
           libprotobuf-dev protobuf-compiler libonnx-dev zlib1g-dev
           python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata
-          python3-venv python3-matplotlib libopenblas-dev libomp-22-dev
+          python3-venv python3-matplotlib libopenblas-dev libdnnl-dev libomp-22-dev
           libopenmpi-dev openmpi-bin)
 
 missing=()

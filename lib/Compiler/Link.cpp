@@ -1,7 +1,7 @@
 //===- Link.cpp - Link the artifact shared object -------------------------===//
 //
 // The artifact is a shared object: the generated code, the CPU kernels of
-// the runtime (librewire_kernels.a: SGEMM on OpenBLAS, strided copies)
+// the runtime (librewire_kernels.a: SGEMM on oneDNN, strided copies)
 // and its libraries. clang drives the link (it knows the system's library
 // paths); lld does it. Unresolved symbols fail the link here, not at load.
 //
@@ -102,7 +102,7 @@ llvm::Error rewire::compiler::linkArtifact(const std::string &object, const std:
             "' is missing; build the `rewire_kernels` target or pass --runtime-lib-dir");
   return linkSharedObject(
       object, outputPath,
-      {kernels, "-lopenblas", "-lm",
+      {kernels, "-ldnnl", "-lm",
        // OpenMP (parallel loops) from LLVM's own libomp, found at run time
        // too. Only artifacts with parallel loops need it (--as-needed).
        "-L" REWIRE_LLVM_LIB_DIR, "-Wl,-rpath," REWIRE_LLVM_LIB_DIR, "-Wl,--as-needed", "-lomp"});

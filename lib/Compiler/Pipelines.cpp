@@ -112,6 +112,7 @@ void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const Compile
   // finalize-memref-to-llvm) before scf-to-cf splits their regions.
   if (options.threads != 1) {
     pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
+    pm.nest<func::FuncOp>().addPass(rewire::createParallelOuterLoops());
     pm.addPass(createConvertSCFToOpenMPPass(ConvertSCFToOpenMPPassOptions{options.threads}));
   } else {
     pm.nest<func::FuncOp>().addPass(createConvertLinalgToLoopsPass());
@@ -198,8 +199,8 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<bool> blas{*this, "blas", llvm::cl::desc("GEMMs through the runtime's BLAS"),
                     llvm::cl::init(true)};
   Option<unsigned> threads{*this, "loop-threads",
-                           llvm::cl::desc("OpenMP threads of the generated loops (1: none)"),
-                           llvm::cl::init(1)};
+                           llvm::cl::desc("OpenMP threads of the generated loops (0: OpenMP's default, 1: none)"),
+                           llvm::cl::init(0)};
 
   CompileOptions compileOptions() const {
     CompileOptions o;

@@ -228,6 +228,37 @@ def OutlineLoopNests : Pass<"rewire-outline-loop-nests", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
+def ParallelOuterLoops : Pass<"rewire-parallel-outer-loops", "::mlir::func::FuncOp"> {
+  let summary = "Keep the innermost dimension of each parallel loop nest sequential";
+  let description = [{
+    Runs between `convert-linalg-to-parallel-loops` and
+    `convert-scf-to-openmp` (rewire-compile --loop-threads other than 1).
+    Each outermost `scf.parallel` without results becomes an `scf.parallel`
+    over all its dimensions but the last, around an `scf.for` over the last:
+    OpenMP collapses the parallel dimensions into one index, which the LLVM
+    loop vectorizer cannot see through, so an innermost parallel dimension
+    cost twice its sequential time; kept as a loop it vectorizes as before,
+    and the threads share the outer iterations. Nests of fewer than
+    `min-iterations` iterations in all (the parallel dimensions times the
+    static trip counts of the loops inside), and those whose outer parallel
+    dimensions hold a single iteration, become sequential `scf.for` nests: a
+    parallel region costs more than they do.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c768) step (%c1, %c1) { ... }
+    // becomes
+    scf.parallel (%i) = (%c0) to (%c512) step (%c1) {
+      scf.for %j = %c0 to %c768 step %c1 { ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", "32768",
+           "nests with fewer iterations in all run sequentially">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 def MathApproximation : Pass<"rewire-math-approximation", "::mlir::func::FuncOp"> {
   let summary = "Replace f32 transcendental functions by vectorizable polynomials";
   let description = [{

@@ -96,9 +96,10 @@ static cl::opt<bool> checkIndices(
     cl::init(true), cl::cat(category));
 static cl::opt<unsigned> threads(
     "loop-threads",
-    cl::desc("Threads for the generated (non-GEMM) loops through OpenMP: 1 = sequential (default; "
-             "faster here, see docs/performance.md), 0 = all cores, N = N"),
-    cl::init(1), cl::cat(category));
+    cl::desc("Threads for the generated (non-GEMM) loops through OpenMP, shared with the GEMMs: "
+             "0 = OpenMP's default, OMP_NUM_THREADS or all cores (default), 1 = sequential "
+             "code, N = N"),
+    cl::init(0), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed for rule-initialized parameters"),
                               cl::init(0), cl::cat(category));
 static cl::list<std::string> inputShapes(

@@ -104,7 +104,7 @@ Options parseArgs(int argc, char **argv) {
              })
       .value("print-max-elements", "N", "print at most N elements per result (default 1024)",
              [&](auto v) { o.printMax = flags.count(v, "print-max-elements"); })
-      .toggle("describe", "print the entry points and exit", [&] { o.describe = true; })
+      .toggle("describe", "print the entry points and the GEMM kernels that run them, and exit", [&] { o.describe = true; })
       .value("compile-flag", "FLAG", "pass FLAG to rewire-compile for .onnx/.mlir models",
              [&](auto v) { o.compileFlags.push_back(v); })
       .value("residual", "KIND[:opts]",
@@ -138,6 +138,7 @@ int runWith(const Executable *model, Options &o) {
         std::cout << "  output " << printable(t.name) << ": " << t.typeString() << "\n";
       std::cout << "  parameters: " << f.parameters.size() << "\n";
     }
+    std::cout << "kernels: " << printable(model->kernels()) << "\n";
     return 0;
   }
   const FunctionInfo *fn = model->function(o.function);

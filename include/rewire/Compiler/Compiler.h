@@ -88,10 +88,11 @@ struct CompileOptions {
   /// (rewire-check-indices; CPU target only).
   bool checkIndices = true;
   /// Threads for the generated (non-GEMM) loops: 1 = sequential code, 0 = as
-  /// many as OpenMP's default (the machine's cores), N = N. Sequential is the
-  /// default: with OpenBLAS's threads busy-waiting between GEMMs, OpenMP
-  /// loops were slower on the 2-core machine (docs/performance.md).
-  unsigned threads = 1;
+  /// many as OpenMP's default (OMP_NUM_THREADS, else the cores the process
+  /// may run on), N = N. The loops and oneDNN's GEMMs share one OpenMP
+  /// runtime (LLVM's libomp serves oneDNN's GOMP calls), so their threads
+  /// do not fight (docs/performance.md, "One thread pool").
+  unsigned threads = 0;
   /// Seed for parameters initialized by rule (#nn.init).
   uint64_t seed = 0;
   /// --target=cuda: the GPU architecture and the CUDA toolkit (empty: found

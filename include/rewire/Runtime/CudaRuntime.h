@@ -37,6 +37,7 @@ public:
   const std::vector<FunctionInfo> &functions() const override;
   /// "NVIDIA H200, sm_90, 132 SMs, 140 GiB; image: cubin".
   std::string device() const override;
+  std::string kernels() const override { return "cuBLAS"; }
   bool isCuda() const override { return true; }
 
   /// The artifact's metadata JSON (format, chip, parameters_file, ...).

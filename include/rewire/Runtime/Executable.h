@@ -51,6 +51,9 @@ public:
   virtual const std::string &metadata() const = 0;
   /// Where the code runs: "cpu", or the GPU ("NVIDIA H200, sm_90, ...").
   virtual std::string device() const = 0;
+  /// What runs the dense products there: "oneDNN 2.6.3 sgemm, ISA
+  /// avx512_core" (the kernel oneDNN picked for this CPU), or "cuBLAS".
+  virtual std::string kernels() const = 0;
   virtual bool isCuda() const = 0;
 
   /// Runs `function` on `inputs` (in declared order), allocating `outputs`.

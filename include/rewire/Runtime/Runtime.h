@@ -41,6 +41,7 @@ public:
   /// The artifact's metadata JSON (compiler, target, functions).
   const std::string &metadata() const override;
   std::string device() const override { return "cpu"; }
+  std::string kernels() const override;
   bool isCuda() const override { return false; }
 
   /// Runs `function` on `inputs` (in declared order), allocating `outputs`.

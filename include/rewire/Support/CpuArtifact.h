@@ -27,6 +27,9 @@ constexpr const char *kMetadataSymbol = "rewire_artifact_metadata";
 ///                           char *message, int64_t capacity)`: runs the
 /// entry point; returns 0, or 1 with the error's message (runtime/Kernels.c).
 constexpr const char *kCallSymbol = "rewire_artifact_call";
+/// `const char *rewire_kernels_describe(void)`: what runs the artifact's
+/// GEMMs on this CPU ("oneDNN 2.6.3 sgemm, ISA avx512_core"; runtime/Kernels.c).
+constexpr const char *kKernelsSymbol = "rewire_kernels_describe";
 /// Every entry point `<name>` is `void rewire_call_<name>(void **buffers)`
 /// (inputs, parameters, outputs); the metadata names it (`entry`).
 constexpr const char *kEntrySymbolPrefix = "rewire_call_";
