@@ -2,7 +2,7 @@
 of train_step.py (4 layers, d 256, T 128, AdamW) at one global batch,
 trained as
 
-  - one process, the fused train_step (OpenBLAS on every core);
+  - one process, the fused train_step (oneDNN and the loops on every core);
   - one process, split steps (grad_step + apply_step: the cost of the split);
   - one process, --grad-accum 2 (half the batch per call);
   - mpirun -np N (N = 2 by default), one BLAS thread per rank;
@@ -68,7 +68,7 @@ def main():
                                        if model_path.endswith(".onnx") else []) + list(extra)
         e = dict(env)
         if threads:
-            e["OPENBLAS_NUM_THREADS"] = str(threads)
+            e["OMP_NUM_THREADS"] = str(threads)  # oneDNN and the loops
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, env=e, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - t0

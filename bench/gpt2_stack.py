@@ -13,10 +13,10 @@ or whatever `torch` imports). Run it with build/venv/bin/python. Prints a
 table; --out writes the numbers as JSON for docs/performance.md.
 """
 import argparse
+import inspect
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import rewire_runtime  # noqa: E402
+from rewire_sysinfo import cpu_model  # noqa: E402
 
 
 class Block(nn.Module):
@@ -84,6 +85,42 @@ def round_robin(fns, rounds):
     return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
 
 
+def iree_runner(onnx_path, work, xn, want, threads):
+    """IREE (pip: iree-base-compiler, iree-base-runtime) on the same ONNX file:
+    iree-import-onnx, then iree-compile for this CPU (llvm-cpu, host
+    features); (run, version), or None when IREE is not installed or fails."""
+    try:
+        import iree.compiler
+        import iree.runtime as rt
+    except ImportError:
+        return None
+    bindir = os.path.dirname(sys.executable)
+    mlir, vmfb = os.path.join(work, "stack.iree.mlir"), os.path.join(work, "stack.vmfb")
+    t0 = time.perf_counter()
+    try:
+        subprocess.run([os.path.join(bindir, "iree-import-onnx"), onnx_path, "-o", mlir], check=True)
+        subprocess.run([os.path.join(bindir, "iree-compile"), mlir, "-o", vmfb,
+                        "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+                        "--iree-llvmcpu-target-cpu=host", "--iree-opt-level=O3"], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("IREE: skipped (%s)" % e)
+        return None
+    rt.flags.parse_flags("--task_topology_max_group_count=%d" % threads)
+    config = rt.Config("local-task")
+    ctx = rt.SystemContext(config=config)
+    with open(vmfb, "rb") as f:
+        module = rt.VmModule.copy_buffer(ctx.instance, f.read())
+    ctx.add_vm_module(module)
+    name = [n for n in module.function_names if not n.startswith("__") and "$" not in n][0]
+    fn = ctx.modules[module.name][name]
+    got = np.asarray(fn(xn).to_host())
+    print("IREE: compiled in %.1f s, max|err| vs torch %.1e" % (time.perf_counter() - t0,
+                                                            np.abs(got - want).max()))
+    from importlib.metadata import version as package_version
+    version = package_version("iree-base-compiler")
+    return (lambda: fn(xn).to_host()), version
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=12)
@@ -96,6 +133,8 @@ def main():
     ap.add_argument("--forms", default="add,rezero:init=identity,layerscale:init=identity,"
                     "review:init=identity,highway:init=identity,nag,ancre,denseformer")
     ap.add_argument("--out")
+    ap.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--no-iree", action="store_true", help="skip IREE")
     ap.add_argument("--work", default=None)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -106,7 +145,10 @@ def main():
     model = Stack(a.layers, a.d, a.heads, a.seq).eval()
     x = torch.randn(a.batch, a.seq, a.d, generator=torch.Generator().manual_seed(1))
     onnx_path = os.path.join(work, "stack.onnx")
-    torch.onnx.export(model, x, onnx_path, opset_version=17, input_names=["x"], output_names=["y"])
+    # The TorchScript exporter (PyTorch 2.x defaults to dynamo, which needs onnxscript).
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    torch.onnx.export(model, x, onnx_path, opset_version=17, input_names=["x"], output_names=["y"],
+                      **legacy)
     xn = x.numpy()
     flops = a.layers * a.batch * a.seq * (24 * a.d * a.d + 4 * a.seq * a.d)  # GEMMs + attention
     with torch.no_grad():
@@ -137,12 +179,32 @@ def main():
             model(x)
 
     fns = {"torch": torch_run, "ort": lambda: sess.run(None, {"x": xn})}
+    # torch.compile (PyTorch 2.x; Inductor's C++ backend), compiled and
+    # checked before the timed rounds; its compile time is reported too.
+    compiled_s = None
+    if hasattr(torch, "compile") and not a.no_torch_compile:
+        t0 = time.perf_counter()
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            got = compiled(x).numpy()
+        compiled_s = time.perf_counter() - t0
+        print("torch.compile: %.1f s, max|err| vs eager %.1e" % (compiled_s, np.abs(got - want).max()))
+
+        def compiled_run():
+            with torch.no_grad():
+                compiled(x)
+        fns["torch_compile"] = compiled_run
     for form, (m, out) in models.items():
         fns[form] = (lambda m=m, out=out: m.run("forward", xn, outputs=out))
+    iree = iree_runner(onnx_path, work, xn, want, a.threads) if not a.no_iree else None
+    if iree:
+        fns["iree"] = iree[0]
     t = round_robin(fns, a.runs)
     t_rw = t["add"][0]
     rows = [("PyTorch %s eager" % torch.__version__, t["torch"]),
             ("ONNX Runtime %s" % ort.__version__, t["ort"]),
+            ] + ([("torch.compile %s" % torch.__version__, t["torch_compile"])] if "torch_compile" in t else []) + (
+                [("IREE %s (llvm-cpu)" % iree[1], t["iree"])] if iree else []) + [
             ("Rewire (plain residual adds)", t["add"])]
     print("GPT-2-small-shaped stack: %d layers, d=%d, batch %d x seq %d, %d threads, %d rounds" % (
         a.layers, a.d, a.batch, a.seq, a.threads, a.runs))
@@ -158,9 +220,12 @@ def main():
             "" if r["max_abs_err_vs_torch"] is None else "  max|err| vs torch %.1e" % r["max_abs_err_vs_torch"]))
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.processor(),
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": cpu_model(),
                        "threads": a.threads, "layers": a.layers, "batch": a.batch, "seq": a.seq,
-                       "rounds": a.runs, "torch_ms": t["torch"], "ort_ms": t["ort"],
+                       "rounds": a.runs, "torch": torch.__version__, "torch_ms": t["torch"],
+                       "torch_compile_ms": t.get("torch_compile"), "torch_compile_s": compiled_s,
+                       "iree_ms": t.get("iree"), "iree": iree[1] if iree else None,
+                       "ort_ms": t["ort"],
                        "rewire_ms": t["add"], "forms": forms, "gflop": flops / 1e9}, f, indent=1)
 
 

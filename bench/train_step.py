@@ -99,12 +99,13 @@ def main():
     add_model_args(ap, steps=30)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out")
+    ap.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     work = tempfile.mkdtemp(prefix="rewire-train-bench-")
     model, onnx_path, tokens, data = export_gpt(a, work)
 
-    env = dict(os.environ, REWIRE_CACHE_DIR=os.path.join(work, "cache"))
+    env = dict(os.environ, REWIRE_CACHE_DIR=os.path.join(work, "cache"), OMP_NUM_THREADS=str(a.threads))
     cmd = [os.path.join(ROOT, "build", "bin", "rewire-train"), onnx_path, "--data=" + data,
            "--optimizer=adamw", "--lr=1e-3"]
     t0 = time.perf_counter()
@@ -120,33 +121,51 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model.train()
 
-    def step(k):
+    def step(k, net):
         w = [k * a.batch + i for i in range(a.batch)]
         ids = torch.stack([toks[j * a.seq:(j + 1) * a.seq] for j in w])
         tgt = torch.stack([toks[j * a.seq + 1:(j + 1) * a.seq + 1] for j in w])
         opt.zero_grad()
-        loss = F.cross_entropy(model(ids).reshape(-1, a.vocab), tgt.reshape(-1))
+        loss = F.cross_entropy(net(ids).reshape(-1, a.vocab), tgt.reshape(-1))
         loss.backward()
         opt.step()
 
-    step(0)
-    t0 = time.perf_counter()
-    for k in range(a.steps):
-        step(k)
-    torch_tps = a.batch * a.seq * a.steps / (time.perf_counter() - t0)
+    def tokens_per_s(net):
+        t0 = time.perf_counter()
+        for k in range(a.steps):
+            step(k, net)
+        return a.batch * a.seq * a.steps / (time.perf_counter() - t0)
+
+    step(0, model)
+    torch_tps = tokens_per_s(model)
+    # torch.compile (PyTorch 2.x): forward and backward through Inductor;
+    # the first steps compile (timed apart).
+    compiled_tps = compiled_s = None
+    if hasattr(torch, "compile") and not a.no_torch_compile:
+        compiled = torch.compile(model)
+        t0 = time.perf_counter()
+        step(0, compiled)
+        step(1, compiled)
+        compiled_s = time.perf_counter() - t0
+        compiled_tps = tokens_per_s(compiled)
 
     print("GPT-style decoder: %d layers, d=%d, %d heads, batch %d x %d tokens, vocab %d, AdamW, %d threads"
           % (a.layers, a.d, a.heads, a.batch, a.seq, a.vocab, a.threads))
     print("%-32s %12s" % ("trainer", "tokens/s"))
     print("%-32s %12.0f" % ("Rewire (compiled train step)", rewire_tps))
     print("%-32s %12.0f" % ("PyTorch %s eager" % torch.__version__, torch_tps))
+    if compiled_tps:
+        print("%-32s %12.0f   (compile %.1f s)" % ("torch.compile %s" % torch.__version__,
+                                                 compiled_tps, compiled_s))
     print("ratio Rewire / PyTorch: %.2fx; Rewire's train-step compile: %.1f s (cached after)" % (
         rewire_tps / torch_tps, compile_s))
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "machine": cpu_model(),
                        "layers": a.layers, "d": a.d, "seq": a.seq, "batch": a.batch, "vocab": a.vocab,
-                       "rewire_tokens_per_s": rewire_tps, "torch_tokens_per_s": torch_tps,
+                       "rewire_tokens_per_s": rewire_tps, "torch": torch.__version__,
+                       "torch_tokens_per_s": torch_tps, "torch_compile_tokens_per_s": compiled_tps,
+                       "torch_compile_s": compiled_s,
                        "compile_s": compile_s}, f, indent=1)
 
 

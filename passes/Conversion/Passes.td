@@ -197,7 +197,7 @@ def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {
     `rewire_sgemm` (row-major SGEMM on aligned pointers, offsets and leading
     dimensions; transposes from the indexing maps; broadcast batch dimensions
     read with stride 0). The Rewire CPU runtime provides `rewire_sgemm` on
-    top of OpenBLAS. A zero `linalg.fill` of the output right before the
+    top of oneDNN's `dnnl_sgemm`. A zero `linalg.fill` of the output right before the
     contraction is folded into `beta = 0`. Other contractions are left alone,
     and so are those that would be 64 or more calls of under 32768 FLOPs
     each (a hyper-connection's `[n, n] . [n, d]` per token): a call costs

@@ -26,6 +26,8 @@
 #include "tools/common/Flags.h"
 #include "tools/common/OutOfMemory.h"
 
+#include <oneapi/dnnl/dnnl_version.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +40,9 @@
 
 using namespace rewire;
 using namespace rewire::runtime;
+
+#define DNNL_STR2(x) #x
+#define DNNL_STR(x) DNNL_STR2(x)
 
 namespace {
 
@@ -65,7 +70,10 @@ Options parseArgs(int argc, char **argv) {
   tools::FlagParser flags(
       "usage: rewire-run MODEL.(rwx|rwcu|onnx|mlir) [options]\n",
       "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n",
-      "rewire-run " REWIRE_VERSION_STRING, [](const std::string &m, int c) { die(m, c); });
+      "rewire-run " REWIRE_VERSION_STRING "\nCPU artifacts' GEMMs: oneDNN " DNNL_STR(DNNL_VERSION_MAJOR) "." DNNL_STR(
+          DNNL_VERSION_MINOR) "." DNNL_STR(DNNL_VERSION_PATCH) " (the ISA it picks on this CPU: "
+                                                               "rewire-run MODEL.rwx --describe)",
+      [](const std::string &m, int c) { die(m, c); });
   auto countIn = [&](const std::string &v, const char *flag, int64_t lo) {
     int64_t n = flags.count(v, flag);
     if (n < lo || n > 1000000)

@@ -1,0 +1,168 @@
+"""GEMM throughput on this CPU: Rewire's compiled MatMul (rewire-compile, run
+in process) against the BLAS libraries a user could pick, called directly:
+oneDNN's dnnl_sgemm (what Rewire's artifacts call), Debian's OpenBLAS,
+BLIS, and the current OpenBLAS of the scipy-openblas32 wheel when it is
+importable. Shapes: the GPT-2-small forward's (B1 x T512, d 768, FFN 3072)
+and the benchmark GPT's training GEMMs (d 256, B4 x T128) with their
+transposed backward forms.
+
+    build/venv/bin/python bench/gemm.py [--threads 2] [--reps 30] [--out results-gemm.json]
+
+Best-of-reps GFLOP/s per shape (a GEMM's best time is its speed; the
+medians of whole models are in gpt2_stack.py and train_step.py).
+"""
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# (M, N, K, transA, transB)
+SHAPES = [(512, 3072, 768, 0, 0), (512, 768, 3072, 0, 0), (512, 768, 768, 0, 0),
+          (512, 2304, 768, 0, 0), (768, 3072, 512, 1, 0), (512, 768, 3072, 0, 1),
+          (512, 1024, 256, 0, 0), (512, 256, 1024, 0, 0), (256, 1024, 512, 1, 0),
+          (512, 256, 1024, 0, 1), (64, 64, 128, 0, 0)]
+
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from rewire_sysinfo import cpu_model  # noqa: E402
+
+
+def best_seconds(fn, reps):
+    fn()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def library_runners(np):
+    """name -> f(shape, A, B, C) for each BLAS that loads here."""
+    f32p = ctypes.POINTER(ctypes.c_float)
+    out = {}
+
+    def cblas(path, symbol):
+        lib = ctypes.CDLL(path)
+        fn = getattr(lib, symbol)
+        fn.restype = None
+        fn.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, f32p, ctypes.c_int, f32p, ctypes.c_int,
+                                            ctypes.c_float, f32p, ctypes.c_int]
+
+        def run(s, a, b, c):
+            m, n, k, ta, tb = s
+            fn(101, 112 if ta else 111, 112 if tb else 111, m, n, k, 1.0,
+               a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p), k if tb else n,
+               0.0, c.ctypes.data_as(f32p), n)
+        return run
+
+    try:
+        dnnl = ctypes.CDLL("libdnnl.so.2")
+        dnnl.dnnl_sgemm.argtypes = [ctypes.c_char, ctypes.c_char] + [ctypes.c_int64] * 3 + [
+            ctypes.c_float, f32p, ctypes.c_int64, f32p, ctypes.c_int64, ctypes.c_float, f32p,
+            ctypes.c_int64]
+
+        def run_dnnl(s, a, b, c):
+            m, n, k, ta, tb = s
+            dnnl.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0,
+                            a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p),
+                            k if tb else n, 0.0, c.ctypes.data_as(f32p), n)
+        out["oneDNN (dnnl_sgemm)"] = run_dnnl
+    except OSError:
+        pass
+    for name, path in [("OpenBLAS (Debian)", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"),
+                       ("BLIS (Debian, OpenMP)", "/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4")]:
+        if os.path.exists(path):
+            out[name] = cblas(path, "cblas_sgemm")
+    try:
+        import scipy_openblas32
+        path = os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True))
+        out["OpenBLAS %s (scipy-openblas32)" % scipy_openblas32.__version__] = cblas(path, "scipy_cblas_sgemm")
+    except ImportError:
+        pass
+    return out
+
+
+def rewire_runner(np, shape, work):
+    """Compiles Y = op(A) . op(B) with A and B as inputs; returns f()."""
+    import onnx
+    from onnx import TensorProto, helper
+    import rewire_runtime
+    m, n, k, ta, tb = shape
+    a_shape, b_shape = ([k, m] if ta else [m, k]), ([n, k] if tb else [k, n])
+    nodes, a_name, b_name = [], "A", "B"
+    if ta:
+        nodes.append(helper.make_node("Transpose", ["A"], ["At"], perm=[1, 0]))
+        a_name = "At"
+    if tb:
+        nodes.append(helper.make_node("Transpose", ["B"], ["Bt"], perm=[1, 0]))
+        b_name = "Bt"
+    nodes.append(helper.make_node("MatMul", [a_name, b_name], ["Y"]))
+    g = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("A", TensorProto.FLOAT, a_shape),
+                                          helper.make_tensor_value_info("B", TensorProto.FLOAT, b_shape)],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [m, n])])
+    path = os.path.join(work, "gemm_%d_%d_%d_%d%d" % shape)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path + ".onnx")
+    subprocess.run([os.path.join(ROOT, "build", "bin", "rewire-compile"), path + ".onnx", "-O3",
+                    "-o", path + ".rwx"], check=True)
+    model = rewire_runtime.Model(path + ".rwx")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(a_shape, dtype=np.float32)
+    b = rng.standard_normal(b_shape, dtype=np.float32)
+    y = [np.empty((m, n), np.float32)]
+    model.run("forward", a, b, outputs=y)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    err = float(np.abs(y[0] - want).max() / max(1.0, np.abs(want).max()))
+    return (lambda: model.run("forward", a, b, outputs=y)), err
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"):
+        os.environ[v] = str(a.threads)
+    import numpy as np
+    work = tempfile.mkdtemp(prefix="rewire-gemm-")
+    libs = library_runners(np)
+    names = ["Rewire"] + list(libs)
+    rows = []
+    for s in SHAPES:
+        m, n, k, ta, tb = s
+        flop = 2.0 * m * n * k
+        reps = a.reps if flop > 1e8 else a.reps * 10
+        rng = np.random.default_rng(1)
+        A = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+        B = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+        C = np.empty((m, n), np.float32)
+        run, err = rewire_runner(np, s, work)
+        row = {"shape": "%dx%dx%d %s%s" % (m, n, k, "T" if ta else "N", "T" if tb else "N"),
+               "Rewire": flop / best_seconds(run, reps) / 1e9, "rewire_rel_err": err}
+        for name, fn in libs.items():
+            row[name] = flop / best_seconds(lambda: fn(s, A, B, C), reps) / 1e9
+        rows.append(row)
+    print("GEMM GFLOP/s, best of %d, %d threads, %s" % (a.reps, a.threads, cpu_model()))
+    print("%-18s" % "M x N x K" + "".join("%14s" % n[:13] for n in names) + "   Rewire/best")
+    for r in rows:
+        best = max(r[n] for n in names[1:]) if len(names) > 1 else r["Rewire"]
+        r["rewire_vs_best"] = r["Rewire"] / best
+        print("%-18s" % r["shape"] + "".join("%14.1f" % r[n] for n in names) +
+              "   %.2f" % r["rewire_vs_best"])
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": cpu_model(),
+                       "threads": a.threads, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+// RUN: rewire-opt %s --split-input-file --rewire-parallel-outer-loops | FileCheck %s
+
+// An elementwise nest: the outer dimensions stay parallel, the innermost
+// becomes a loop (it vectorizes; OpenMP's collapsed index would not).
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: memref<4x512x768xf32>, %b: memref<4x512x768xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c512 = arith.constant 512 : index
+  %c768 = arith.constant 768 : index
+  // CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%{{.*}}, %{{.*}}) to (%{{.*}}, %{{.*}})
+  // CHECK-NEXT: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
+  // CHECK-NEXT: memref.load %{{.*}}[%[[I]], %[[J]], %[[K]]]
+  // CHECK: memref.store
+  // CHECK-NEXT: }
+  // CHECK-NEXT: scf.reduce
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%c4, %c512, %c768) step (%c1, %c1, %c1) {
+    %x = memref.load %a[%i, %j, %k] : memref<4x512x768xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %b[%i, %j, %k] : memref<4x512x768xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A unit outer dimension (batch 1) does not count: the rows are shared
+// among the threads, the columns stay a loop.
+// CHECK-LABEL: func.func @unit_batch
+func.func @unit_batch(%a: memref<1x512x768xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %c768 = arith.constant 768 : index
+  %f = arith.constant 1.0 : f32
+  // CHECK: scf.parallel (%[[J:.*]]) = (%{{.*}}) to (%{{.*}})
+  // CHECK: scf.for %[[I:.*]] =
+  // CHECK: scf.for %[[K:.*]] =
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%[[I]], %[[J]], %[[K]]]
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%c1, %c512, %c768) step (%c1, %c1, %c1) {
+    memref.store %f, %a[%i, %j, %k] : memref<1x512x768xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A row reduction (softmax's max): the rows in parallel, the reduction
+// loop inside untouched; a single parallel dimension stays as it is.
+// CHECK-LABEL: func.func @rows
+func.func @rows(%a: memref<4096x512xf32>, %m: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %c4096 = arith.constant 4096 : index
+  // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}})
+  // CHECK-NEXT: scf.for
+  // CHECK-NOT: scf.parallel
+  scf.parallel (%i) = (%c0) to (%c4096) step (%c1) {
+    scf.for %k = %c0 to %c512 step %c1 {
+      %x = memref.load %a[%i, %k] : memref<4096x512xf32>
+      %y = memref.load %m[%i] : memref<4096xf32>
+      %z = arith.maximumf %x, %y : f32
+      memref.store %z, %m[%i] : memref<4096xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Under min-iterations (32768) in all, counting the loops inside: sequential.
+// CHECK-LABEL: func.func @small
+func.func @small(%a: memref<16x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 1.0 : f32
+  // CHECK-NOT: scf.parallel
+  // CHECK: scf.for
+  // CHECK-NEXT: scf.for
+  // CHECK-NEXT: memref.store
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c64) step (%c1, %c1) {
+    memref.store %f, %a[%i, %j] : memref<16x64xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Dynamic bounds count as many iterations; a parallel loop with a reduction
+// (results) is left to scf-to-openmp as it is.
+// CHECK-LABEL: func.func @dynamic_and_reduce
+func.func @dynamic_and_reduce(%a: memref<?x?xf32>, %n: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %f = arith.constant 1.0 : f32
+  // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}})
+  // CHECK-NEXT: scf.for
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %n) step (%c1, %c1) {
+    memref.store %f, %a[%i, %j] : memref<?x?xf32>
+    scf.reduce
+  }
+  // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} init
+  %s = scf.parallel (%i, %j) = (%c0, %c0) to (%n, %n) step (%c1, %c1) init (%zero) -> f32 {
+    %x = memref.load %a[%i, %j] : memref<?x?xf32>
+    scf.reduce(%x : f32) {
+    ^bb0(%l: f32, %r: f32):
+      %t = arith.addf %l, %r : f32
+      scf.reduce.return %t : f32
+    }
+  }
+  return %s : f32
+}

@@ -1,0 +1,26 @@
+"""Reads `rewire-run --describe` on stdin and checks its `kernels:` line:
+oneDNN's SGEMM, with the widest vector ISA this CPU has (from
+/proc/cpuinfo's flags), never a generic kernel on an AVX2 or AVX-512 CPU."""
+import re
+import sys
+
+text = sys.stdin.read()
+m = re.search(r"^kernels: oneDNN (\d+\.\d+\.\d+) sgemm, ISA (\S+)$", text, re.M)
+if not m:
+    sys.exit("no 'kernels: oneDNN X.Y.Z sgemm, ISA NAME' line in:\n" + text)
+isa = m.group(2)
+flags = set()
+with open("/proc/cpuinfo") as f:
+    for line in f:
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+    want = "avx512_core"
+elif "avx2" in flags:
+    want = "avx2"
+else:
+    want = ""
+if not isa.startswith(want) or isa == "generic":
+    sys.exit("this CPU has %s, but oneDNN runs its '%s' kernels" % (want or "no AVX2", isa))
+print("ok   oneDNN %s runs its %s kernels (this CPU: %s)" % (m.group(1), isa, want or "SSE"))
