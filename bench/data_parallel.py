@@ -47,7 +47,7 @@ def main():
     torch.manual_seed(0)
     model = train_step.GPT(a.vocab, a.layers, a.d, a.heads, a.seq)
     onnx_path = os.path.join(work, "gpt.onnx")
-    torch.onnx.export(model.eval(), torch.zeros(2, a.seq, dtype=torch.long), onnx_path,
+    train_step.torchscript_export(model.eval(), torch.zeros(2, a.seq, dtype=torch.long), onnx_path,
                       opset_version=17, input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
     params = sum(p.numel() for p in model.parameters())

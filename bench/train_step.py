@@ -10,6 +10,7 @@ Prints tokens per second of each (the compile time of the train step is
 reported apart: rewire-train compiles once and caches).
 """
 import argparse
+import inspect
 import json
 import math
 import os
@@ -68,6 +69,14 @@ def cpu_model():
     return rewire_sysinfo.cpu_model()
 
 
+def torchscript_export(*args, **kwargs):
+    """torch.onnx.export with the TorchScript exporter (PyTorch >= 2.5
+    defaults to dynamo, which needs onnxscript): the same ONNX on 1.13 and 2.x."""
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(*args, **kwargs)
+
+
 def add_model_args(ap, steps):
     """The benchmark GPT's shape options (shared with form_train_overhead.py)."""
     ap.add_argument("--layers", type=int, default=4)
@@ -86,7 +95,7 @@ def export_gpt(a, work):
     torch.manual_seed(0)
     model = GPT(a.vocab, a.layers, a.d, a.heads, a.seq)
     onnx_path = os.path.join(work, "gpt.onnx")
-    torch.onnx.export(model.eval(), torch.zeros(a.batch, a.seq, dtype=torch.long), onnx_path,
+    torchscript_export(model.eval(), torch.zeros(a.batch, a.seq, dtype=torch.long), onnx_path,
                       opset_version=17, input_names=["input"], output_names=["logits"])
     tokens = np.random.default_rng(0).integers(0, a.vocab, a.batch * a.seq * (a.steps + 2) + 1)
     data = os.path.join(work, "tokens.bin")

@@ -70,6 +70,23 @@ std::optional<std::string> findParameter(const SafetensorsMapping &mapping,
   return std::nullopt;
 }
 
+/// Whether the process already has another OpenMP runtime's GOMP_parallel
+/// in its global scope (GNU libgomp, after `import torch` in Python): oneDNN
+/// in an artifact then binds to it, while the artifact's parallel loops run
+/// on LLVM's libomp, and the two pools spin against each other for the
+/// cores (a 12-layer GPT-2 forward: 441 ms alone, 1200 ms after `import
+/// torch`; docs/performance.md, "One thread pool").
+bool foreignOpenMP() {
+  static const bool foreign = [] {
+    void *gomp = ::dlsym(RTLD_DEFAULT, "GOMP_parallel");
+    Dl_info info;
+    if (!gomp || !::dladdr(gomp, &info) || !info.dli_fname)
+      return false;
+    return std::string(info.dli_fname).find("libomp") == std::string::npos;
+  }();
+  return foreign;
+}
+
 struct Model::Impl {
   void *handle = nullptr;
   std::string metadata;
@@ -78,6 +95,11 @@ struct Model::Impl {
   CallFn call = nullptr;
   /// rewire_kernels_describe's text (Executable::kernels).
   std::string kernels;
+  /// libomp's kmp_set_blocktime, when two OpenMP pools share the process
+  /// (foreignOpenMP): the loops' threads then sleep at once after a parallel
+  /// region instead of spinning 200 ms against oneDNN's (measured with
+  /// torch imported: 1200 -> ~580 ms).
+  void (*setBlocktime)(int) = nullptr;
   /// Per function: the parameter pointers, in declared order.
   std::vector<std::vector<void *>> parameters;
   SafetensorsMapping mapping;
@@ -180,6 +202,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   using DescribeFn = const char *(*)();
   auto describe = reinterpret_cast<DescribeFn>(::dlsym(impl->handle, cpu::kKernelsSymbol));
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
+  if (foreignOpenMP())
+    impl->setBlocktime = reinterpret_cast<void (*)(int)>(::dlsym(impl->handle, "kmp_set_blocktime"));
   bool anyParameters = false;
   for (const JsonValue &f : functions->array) {
     FunctionInfo info;
@@ -306,6 +330,8 @@ std::optional<std::string> Model::runRaw(const std::string &function,
   for (size_t i = 0; i < fn.outputs.size(); ++i)
     buffers.push_back(outputs[i] ? outputs[i] : empty);
   char message[1024];
+  if (impl->setBlocktime)
+    impl->setBlocktime(0); // per calling thread and the teams it forks
   if (impl->call(impl->entries[index], buffers.data(), message, sizeof(message)) != 0)
     return "'" + function + "' failed: " + std::string(message);
   return std::nullopt;
