@@ -1,9 +1,9 @@
 /*===- Kernels.c - CPU kernels linked into every artifact -------------------===
  *
  * Functions generated code calls: `rewire_sgemm` (rewire-linalg-to-blas) on
- * oneDNN's SGEMM (which picks its kernel by the CPU's ISA, never by its model
- * number: docs/performance.md, "GEMM library"), `memrefCopy` (the strided memref.copy of MLIR's LLVM lowering;
- * same ABI as MLIR's C runner utils, which artifacts do not link), and the
+ * oneDNN's SGEMM (which picks its kernel by the CPU's ISA features, never by
+ * its model number: docs/performance.md, "GEMM library"), `memrefCopy` (the
+ * strided memref.copy of MLIR's LLVM lowering; same ABI as MLIR's C runner utils, which artifacts do not link), and the
  * allocator generated code calls for temporaries (`_mlir_memref_to_llvm_*`,
  * finalize-memref-to-llvm{use-generic-functions}), and the error path of a
  * call: `rewire_artifact_call` runs an entry point; `rewire_check_failed`

@@ -75,16 +75,14 @@ std::optional<std::string> findParameter(const SafetensorsMapping &mapping,
 /// in an artifact then binds to it, while the artifact's parallel loops run
 /// on LLVM's libomp, and the two pools spin against each other for the
 /// cores (a 12-layer GPT-2 forward: 441 ms alone, 1200 ms after `import
-/// torch`; docs/performance.md, "One thread pool").
-bool foreignOpenMP() {
-  static const bool foreign = [] {
-    void *gomp = ::dlsym(RTLD_DEFAULT, "GOMP_parallel");
-    Dl_info info;
-    if (!gomp || !::dladdr(gomp, &info) || !info.dli_fname)
-      return false;
-    return std::string(info.dli_fname).find("libomp") == std::string::npos;
-  }();
-  return foreign;
+/// torch`; docs/performance.md, "One thread pool"). Asked at each load:
+/// a host may import torch after its first model.
+static bool foreignOpenMP() {
+  void *gomp = ::dlsym(RTLD_DEFAULT, "GOMP_parallel");
+  Dl_info info;
+  if (!gomp || !::dladdr(gomp, &info) || !info.dli_fname)
+    return false;
+  return std::string(info.dli_fname).find("libomp") == std::string::npos;
 }
 
 struct Model::Impl {
@@ -98,7 +96,7 @@ struct Model::Impl {
   /// libomp's kmp_set_blocktime, when two OpenMP pools share the process
   /// (foreignOpenMP): the loops' threads then sleep at once after a parallel
   /// region instead of spinning 200 ms against oneDNN's (measured with
-  /// torch imported: 1200 -> ~580 ms).
+  /// torch imported: 1200 -> ~610 ms).
   void (*setBlocktime)(int) = nullptr;
   /// Per function: the parameter pointers, in declared order.
   std::vector<std::vector<void *>> parameters;
