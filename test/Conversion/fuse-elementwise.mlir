@@ -58,3 +58,72 @@ func.func @not_into_gemm(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8
   } -> tensor<8x4xf32>
   return %m : tensor<8x4xf32>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+#red = affine_map<(i, j) -> (i)>
+// Attention's scale + causal mask (arithmetic only) read by softmax's max
+// and exp passes: recomputed in both, never written.
+// CHECK-LABEL: func.func @cheap_two_uses
+// CHECK-COUNT-2: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @cheap_two_uses(%s: tensor<8x16xf32>, %init: tensor<8xf32>) -> (tensor<8xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %c = arith.constant 0.125 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %m = arith.mulf %x, %c : f32
+    %future = arith.cmpi ugt, %j, %i : index
+    %r = arith.select %future, %ninf, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %max = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["parallel", "reduction"]}
+      ins(%scaled : tensor<8x16xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.maximumf %x, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %exp = linalg.generic {indexing_maps = [#id, #red, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%scaled, %max : tensor<8x16xf32>, tensor<8xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %m: f32, %o: f32):
+    %d = arith.subf %x, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %max, %exp : tensor<8xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+// A producer with a transcendental body (exp) stays materialized when two
+// consumers read it.
+// CHECK-LABEL: func.func @costly_two_uses
+// CHECK-COUNT-3: linalg.generic
+func.func @costly_two_uses(%s: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %exp = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.exp %x : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%exp : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%exp : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %a, %b : tensor<8x16xf32>, tensor<8x16xf32>
+}
