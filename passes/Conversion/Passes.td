@@ -178,15 +178,11 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg producers into their consumers";
   let description = [{
     Upstream elementwise fusion (`linalg::populateElementwiseOpsFusionPatterns`)
-    with Rewire's cost rule: a producer is fused into its single user, or,
-    when its body is arithmetic only (no `math` op) and its at most three
-    users are all non-contraction generics, into each of them (it is
-    recomputed there instead of written and read back: attention's scale and
-    causal mask, read by softmax's max and exp passes); never into a
-    contraction (a matmul body `acc + a * b`), so GEMMs stay recognizable for
-    `rewire-linalg-to-blas` and nothing is recomputed per output of a
-    product. Chains such as bias add + GELU, or a residual gate's epilogue,
-    become one loop nest.
+    with Rewire's cost rule: a producer is fused only into its single user,
+    and never into a contraction (a matmul body `acc + a * b`), so GEMMs stay
+    recognizable for `rewire-linalg-to-blas` and nothing is recomputed inside
+    a reduction loop. Chains such as bias add + GELU, or a residual gate's
+    epilogue, become one loop nest.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
