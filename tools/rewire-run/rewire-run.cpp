@@ -41,9 +41,6 @@
 using namespace rewire;
 using namespace rewire::runtime;
 
-#define DNNL_STR2(x) #x
-#define DNNL_STR(x) DNNL_STR2(x)
-
 namespace {
 
 struct Options {
@@ -70,9 +67,10 @@ Options parseArgs(int argc, char **argv) {
   tools::FlagParser flags(
       "usage: rewire-run MODEL.(rwx|rwcu|onnx|mlir) [options]\n",
       "exit codes: 0 ok, 1 usage, 2 bad input, 3 mismatch, 4 load/compile/IO\n",
-      "rewire-run " REWIRE_VERSION_STRING "\nCPU artifacts' GEMMs: oneDNN " DNNL_STR(DNNL_VERSION_MAJOR) "." DNNL_STR(
-          DNNL_VERSION_MINOR) "." DNNL_STR(DNNL_VERSION_PATCH) " (the ISA it picks on this CPU: "
-                                                               "rewire-run MODEL.rwx --describe)",
+      "rewire-run " REWIRE_VERSION_STRING "\nCPU artifacts' GEMMs: oneDNN " +
+          std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
+          std::to_string(DNNL_VERSION_PATCH) +
+          " (the ISA it picks on this CPU: rewire-run MODEL.rwx --describe)",
       [](const std::string &m, int c) { die(m, c); });
   auto countIn = [&](const std::string &v, const char *flag, int64_t lo) {
     int64_t n = flags.count(v, flag);
@@ -112,7 +110,8 @@ Options parseArgs(int argc, char **argv) {
              })
       .value("print-max-elements", "N", "print at most N elements per result (default 1024)",
              [&](auto v) { o.printMax = flags.count(v, "print-max-elements"); })
-      .toggle("describe", "print the entry points and the GEMM kernels that run them, and exit", [&] { o.describe = true; })
+      .toggle("describe", "print the entry points and the GEMM kernels that run them, and exit",
+              [&] { o.describe = true; })
       .value("compile-flag", "FLAG", "pass FLAG to rewire-compile for .onnx/.mlir models",
              [&](auto v) { o.compileFlags.push_back(v); })
       .value("residual", "KIND[:opts]",

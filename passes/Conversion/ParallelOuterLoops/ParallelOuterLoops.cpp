@@ -36,6 +36,9 @@ std::optional<uint64_t> tripCount(Value lb, Value ub, Value step) {
   return *u > *l ? static_cast<uint64_t>((*u - *l + *s - 1) / *s) : 0;
 }
 
+/// What a trip count that is not a constant counts as.
+constexpr uint64_t kUnknownTrips = uint64_t(1) << 20;
+
 /// The iterations of the loops inside `op`'s body, multiplied (an upper
 /// bound for sibling loops; unknown trip counts count as many).
 uint64_t innerIterations(scf::ParallelOp op) {
@@ -43,7 +46,7 @@ uint64_t innerIterations(scf::ParallelOp op) {
   op.getBody()->walk([&](scf::ForOp loop) {
     std::optional<uint64_t> n =
         tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
-    total = llvm::SaturatingMultiply(total, n ? *n : uint64_t(1) << 20);
+    total = llvm::SaturatingMultiply(total, n.value_or(kUnknownTrips));
   });
   return total;
 }
@@ -106,8 +109,8 @@ void ParallelOuterLoopsPass::runOnOperation() {
     for (unsigned d = 0; d < op.getNumLoops(); ++d) {
       std::optional<uint64_t> n =
           tripCount(op.getLowerBound()[d], op.getUpperBound()[d], op.getStep()[d]);
-      total = llvm::SaturatingMultiply(total, n ? *n : uint64_t(1) << 20);
-      if (!n || *n > 1)
+      total = llvm::SaturatingMultiply(total, n.value_or(kUnknownTrips));
+      if (n.value_or(kUnknownTrips) > 1)
         wide.push_back(d);
     }
     if (wide.empty() || total < static_cast<uint64_t>(std::max<int64_t>(minIterations, 0))) {
