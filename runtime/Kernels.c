@@ -2,7 +2,8 @@
  *
  * Functions generated code calls: `rewire_sgemm` (rewire-linalg-to-blas) on
  * oneDNN's SGEMM (which picks its kernel by the CPU's ISA features, never by
- * its model number: docs/performance.md, "GEMM library"), `memrefCopy` (the
+ * its model number: docs/performance.md, "GEMM library"; Attention.c has
+ * `rewire_attention`, called by rewire-attention-to-kernel), `memrefCopy` (the
  * strided memref.copy of MLIR's LLVM lowering; same ABI as MLIR's C runner utils, which artifacts do not link), and the
  * allocator generated code calls for temporaries (`_mlir_memref_to_llvm_*`,
  * finalize-memref-to-llvm{use-generic-functions}), and the error path of a
@@ -143,6 +144,12 @@ static void failCall(void) {
   /* Not inside rewire_artifact_call (a caller of the raw entry points). */
   fprintf(stderr, "rewire artifact: %s\n", callError);
   abort();
+}
+
+/* A kernel's failure (Attention.c): ends the call with `message`. */
+void rewire_kernel_failed(const char *message) {
+  snprintf(callError, sizeof(callError), "%s", message);
+  failCall();
 }
 
 int rewire_artifact_call(void (*entry)(void **), void **buffers, char *message,

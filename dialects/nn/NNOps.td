@@ -832,23 +832,34 @@ def NN_ConstantOp : NN_Op<"constant", [ConstantLike, Pure,
 def NN_AttentionOp : NN_InferOp<"attention"> {
   let summary = "scaled dot-product attention, optionally causal";
   let description = [{
-    `softmax(q . k^T * scale + mask) . v` per batch and head, with
+    `softmax(q . k^T * scale + bias) . v` per batch and head, with
     `q : [B, H, Tq, Dk]`, `k : [B, H, Tk, Dk]`, `v : [B, H, Tk, Dv]` and
     result `[B, H, Tq, Dv]`. `scale` defaults to `1/sqrt(Dk)`; `causal` masks
     key positions after the query position (aligned at the end when
-    `Tq != Tk`). The importer forms it from the ONNX subgraph; lowering
-    expands it or calls a fused kernel.
+    `Tq != Tk`). The optional `bias` is added to the scaled scores; it
+    broadcasts (NumPy-style, trailing dimensions aligned) to `[B, H, Tq, Tk]`
+    and holds masks as exporters write them (0 where a key is attended,
+    `-inf` or a large negative number where it is not). With
+    `zero_masked_rows`, a row of weights that is NaN (every key masked with
+    `-inf`, or a NaN score) gives 0 instead of NaN, as PyTorch's dynamo
+    exporter writes it (`where(isnan(p), 0, p)` after the softmax). The importer forms
+    the op from ONNX `Attention`, nn-fuse-attention from the exporters'
+    matmul/softmax/matmul subgraph; lowering expands it or calls a fused
+    kernel.
 
     Example:
     ```mlir
     %o = nn.attention %q, %k, %v {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+    %p = nn.attention %q, %k, %v bias(%mask) {scale = 0.25 : f32} : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x16x16xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k, NN_FloatTensor:$v,
-                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale);
+                       Optional<NN_FloatTensor>:$bias,
+                       UnitAttr:$causal, UnitAttr:$zero_masked_rows,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat =
-      "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
+      "$q `,` $k `,` $v (`bias` `(` $bias^ `)`)? attr-dict `:` functional-type(operands, results)";
 }
 
 //===----------------------------------------------------------------------===//

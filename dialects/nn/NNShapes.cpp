@@ -721,6 +721,20 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (!dimsAgree(k[2], v[2]))
     return fail("'k' and 'v' must have the same length, got {0} and {1}",
                 dimStr(k[2]), dimStr(v[2]));
+  if (Value bias = adaptor.getBias()) {
+    Shape m = toShape(bias.getType());
+    if (elementType(bias.getType()) != elt)
+      return fail("'bias' must have the element type of 'q'");
+    Shape scores = {q[0], q[1], q[2], k[2]};
+    bool fits = m.size() <= 4;
+    for (size_t i = 0; fits && i < m.size(); ++i) {
+      int64_t want = scores[4 - m.size() + i];
+      fits = m[i] == 1 || dimsAgree(m[i], want);
+    }
+    if (!fits)
+      return fail("'bias' {0} does not broadcast to the scores [B, H, Tq, Tk] = {1}",
+                  shapeStr(m), shapeStr(scores));
+  }
   if (auto s = adaptor.getScale();
       s && !(s->convertToDouble() > 0.0 && std::isfinite(s->convertToDouble())))
     return fail("'scale' must be positive and finite, got {0}",

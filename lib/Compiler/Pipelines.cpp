@@ -83,16 +83,24 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   ResidualDecomposeOptions unfused;
   unfused.unfused = true;
   fn.addPass(rewire::createResidualDecompose(unfused));
-  fn.addPass(rewire::createConvertNNToLinalg(ConvertNNToLinalgOptions{/*scatterAsReduction=*/options.cuda}));
-  fn.addPass(rewire::createConvertResidualToLinalg());
-  fn.addPass(createCanonicalizerPass());
+  // The CPU runs attention as one kernel (runtime/Attention.c); CUDA
+  // expands it (its kernels come from the linalg ops).
+  if (options.fusedAttention && !options.cuda) {
+    fn.addPass(rewire::createFuseAttention());
+    pm.addPass(rewire::createAttentionToKernel(
+        AttentionToKernelOptions{static_cast<int64_t>(options.threads)}));
+  }
+  OpPassManager &lower = pm.nest<func::FuncOp>();
+  lower.addPass(rewire::createConvertNNToLinalg(ConvertNNToLinalgOptions{/*scatterAsReduction=*/options.cuda}));
+  lower.addPass(rewire::createConvertResidualToLinalg());
+  lower.addPass(createCanonicalizerPass());
   if (options.optLevel > 0) {
-    fn.addPass(rewire::createFuseElementwise());
-    fn.addPass(createCanonicalizerPass());
+    lower.addPass(rewire::createFuseElementwise());
+    lower.addPass(createCanonicalizerPass());
   }
   // GPUs have exp/tanh in hardware (MUFU) and libdevice: no polynomials.
   if (options.optLevel > 1 && !options.preciseMath && !options.cuda)
-    fn.addPass(rewire::createMathApproximation());
+    lower.addPass(rewire::createMathApproximation());
 }
 
 void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const CompileOptions &options) {
@@ -198,6 +206,9 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                             llvm::cl::init(true)};
   Option<bool> blas{*this, "blas", llvm::cl::desc("GEMMs through the runtime's BLAS"),
                     llvm::cl::init(true)};
+  Option<bool> fusedAttention{*this, "fused-attention",
+                              llvm::cl::desc("attention as the runtime's fused kernel"),
+                              llvm::cl::init(true)};
   Option<unsigned> threads{*this, "loop-threads",
                            llvm::cl::desc("OpenMP threads of the generated loops (0: OpenMP's default, 1: none)"),
                            llvm::cl::init(0)};
@@ -208,6 +219,7 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
     o.preciseMath = preciseMath;
     o.checkIndices = checkIndices;
     o.blas = blas;
+    o.fusedAttention = fusedAttention;
     o.threads = threads;
     return o;
   }

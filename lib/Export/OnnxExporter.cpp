@@ -560,6 +560,8 @@ LogicalResult Exporter::exportOp(Operation *op) {
         GraphBuilder::attr(tn, "perm", ArrayRef<int64_t>{0, 1, 3, 2});
         std::string s = b.node1(
             "Mul", {b.node1("MatMul", {in(0), kt}), b.constF32(scale)});
+        if (a.getBias())
+          s = b.node1("Add", {s, in(3)});
         if (a.getCausal()) {
           int64_t tq = q.getDimSize(2), tk = k.getDimSize(2);
           if (ShapedType::isDynamic(tq) || ShapedType::isDynamic(tk))
@@ -585,6 +587,8 @@ LogicalResult Exporter::exportOp(Operation *op) {
         onnx::NodeProto *sn;
         std::string p = b.node1("Softmax", {s}, &sn);
         GraphBuilder::attr(sn, "axis", int64_t(-1));
+        if (a.getZeroMaskedRows())
+          p = b.node1("Where", {b.node1("IsNaN", {p}), b.constF32(0.0f), p});
         b.node("MatMul", {p, in(2)}, {out()});
         return success();
       })

@@ -104,7 +104,8 @@ HandlerResult attention(NodeContext &c) {
   if (plain) {
     auto op = nn::AttentionOp::create(
         c.b, c.loc(), RankedTensorType::get({batch, qHeads, qLen, typeOf(V).getDimSize(3)}, elt), Q,
-        K, V, causal ? c.b.getUnitAttr() : UnitAttr(), c.b.getF32FloatAttr(scale));
+        K, V, /*bias=*/Value(), causal ? c.b.getUnitAttr() : UnitAttr(),
+        /*zero_masked_rows=*/UnitAttr(), c.b.getF32FloatAttr(scale));
     if (failed(op.verify())) {
       op.erase();
       return failure();

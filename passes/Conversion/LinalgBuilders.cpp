@@ -1,9 +1,12 @@
 //===- LinalgBuilders.cpp - Helpers shared by the linalg conversions ------===//
 //
-// Implements parallelGeneric (see LinalgBuilders.h).
+// Implements the helpers of LinalgBuilders.h.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/LinalgBuilders.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 
@@ -42,4 +45,23 @@ bool rewire::isMultiplyAccumulate(mlir::linalg::LinalgOp op) {
     return false;
   Value a = body.getArgument(0), b = body.getArgument(1);
   return (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
+}
+
+rewire::BufferView rewire::describeBuffer(OpBuilder &b, Location loc, Value memref) {
+  auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  rewire::BufferView r;
+  r.ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  r.offset = md.getOffset();
+  r.sizes.assign(md.getSizes().begin(), md.getSizes().end());
+  r.strides.assign(md.getStrides().begin(), md.getStrides().end());
+  return r;
+}
+
+func::FuncOp rewire::declareRuntimeFunction(ModuleOp module, StringRef name, TypeRange args) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
+    return f;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto f = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType(args, {}));
+  f.setPrivate();
+  return f;
 }

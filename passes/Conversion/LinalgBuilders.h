@@ -1,8 +1,10 @@
 //===- LinalgBuilders.h - Helpers shared by the linalg conversions -*- C++ -*-===//
 //
 // Small builders both convert-nn-to-linalg and convert-residual-to-linalg use:
-// a float constant, a parallel linalg.generic over a given init tensor, and
-// the multiply-accumulate test the fusion and BLAS passes share.
+// a float constant, a parallel linalg.generic over a given init tensor, the
+// multiply-accumulate test the fusion and BLAS passes share, and what the
+// passes that call the runtime's kernels (BLAS, attention) need: a buffer's
+// pointer and strides, and the kernel's declaration.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_PASSES_CONVERSION_LINALGBUILDERS_H
@@ -10,6 +12,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
 
 namespace rewire {
 
@@ -34,6 +41,19 @@ mlir::Value parallelGeneric(mlir::OpBuilder &b, mlir::Location loc,
 /// a body yielding `acc + a * b` (either operand order): a GEMM-like
 /// contraction, whatever its indexing maps.
 bool isMultiplyAccumulate(mlir::linalg::LinalgOp op);
+
+/// A memref as a runtime kernel takes it (all `index`): the aligned base
+/// pointer, the offset, sizes and strides in elements.
+struct BufferView {
+  mlir::Value ptr, offset;
+  llvm::SmallVector<mlir::Value> sizes, strides;
+};
+BufferView describeBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
+
+/// The private declaration of runtime function `name` in `module`, created
+/// (at its end) with `args -> ()` if missing.
+mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module, llvm::StringRef name,
+                                          mlir::TypeRange args);
 
 } // namespace rewire
 

@@ -187,6 +187,44 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
+  let summary = "Call the runtime's fused attention kernel for f32 nn.attention";
+  let description = [{
+    Replaces every `nn.attention` on static f32 `[B, H, T, D]` tensors by a
+    call to `rewire_attention`, the CPU runtime's flash-attention-style
+    kernel (runtime/Attention.c): query blocks in parallel, keys in tiles
+    with an online softmax, tiles wholly after a block's last query skipped
+    under `causal` (and tiles wholly masked by the bias), so no `[Tq, Tk]`
+    score tensor is ever allocated. The
+    operands are read through `bufferization.to_buffer` (read-only, any
+    strides: the kernel gets the aligned pointer, offset and the four
+    strides of each; an optional bias likewise, with stride 0 along the
+    dimensions it broadcasts) and the result is a fresh buffer wrapped by
+    `bufferization.to_tensor restrict`, so one-shot bufferization keeps the
+    producers' buffers as they are. rewire-compile runs it for CPU targets
+    before convert-nn-to-linalg (which otherwise expands the op) unless
+    `--fused-attention=false`. Other element types and dynamic shapes are
+    left to the expansion.
+
+    ```mlir
+    %o = nn.attention %q, %k, %v {causal, scale = 1.250000e-01 : f32} : (...) -> tensor<1x12x512x64xf32>
+    // becomes
+    %qb = bufferization.to_buffer %q read_only : ... to memref<1x12x512x64xf32, strided<[?, ?, ?, ?], offset: ?>>
+    ...
+    %out = memref.alloc() {alignment = 64 : i64} : memref<1x12x512x64xf32>
+    call @rewire_attention(%qp, %qoff, %qs0, ..., %causal, %threads, %scale) : (index, ..., f32) -> ()
+    %o = bufferization.to_tensor %out restrict writable : ...
+    ```
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "0",
+           "OpenMP threads of the kernel (0: all, as --loop-threads)">,
+  ];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {
   let summary = "Call the runtime's BLAS GEMM for f32 contractions on buffers";
   let description = [{

@@ -287,6 +287,52 @@ def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
 
+def FuseAttention : Pass<"nn-fuse-attention", "::mlir::func::FuncOp"> {
+  let summary = "Form nn.attention from the exporters' matmul/softmax/matmul subgraph";
+  let description = [{
+    PyTorch's exporters write scaled dot-product attention out as ops:
+    `softmax(mask(q . k^T * scale)) . v`. This pass replaces each such chain
+    on rank-4 `[B, H, T, D]` tensors by one `nn.attention`, which the CPU
+    runs as a fused kernel (rewire-attention-to-kernel). It matches, from
+    the final `nn.matmul` whose left operand is an `nn.softmax` over the
+    last axis (or the dynamo exporter's `where(p != p, 0, p)` around it,
+    which becomes `zero_masked_rows`), walking up:
+    - the scale: `nn.div` by, or `nn.mul` with, a positive finite scalar
+      constant, around the scores and/or on each operand of the product
+      (PyTorch's SDPA decomposition scales q and k^T by sqrt(scale) each);
+      the factors multiply;
+    - the mask, optional, inside or outside the scale: `nn.add` of any
+      tensor that broadcasts to the scores (the bias; a scale outside it
+      scales it too), or `nn.where %m, %s, %fill` / `nn.where %m, %fill, %s`
+      with a splat `%fill` at most -1e30 (-inf, or `finfo.min` as
+      transformers writes it), which becomes the bias `where(%m, 0, %fill)`
+      (equal to the original for scores below ~1e31). A constant mask that
+      is exactly the causal pattern `j <= i + (Tk - Tq)` (with Tk >= Tq)
+      becomes the `causal` flag instead; masks held as data (parameters,
+      inputs, computed by the graph) stay a bias, whose wholly masked tiles
+      the kernel skips;
+    - `q . k^T`: an `nn.matmul` whose right operand is `k` transposed in its
+      last two dimensions: an `nn.transpose` (folded into the new operand's
+      permutation), the dynamo exporter's reshape to `[B*H, Tk, D]` ->
+      transpose -> reshape, or anything else (transposed back).
+    Every op of the chain but the last must have no other use (the softmax
+    is then not needed by a backward pass, so training graphs keep their
+    ops). rewire-compile runs it for CPU targets (`--fused-attention`).
+
+    ```mlir
+    %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : ...
+    %s = nn.matmul %q, %kt : ...
+    %d = nn.div %s, %c8 : ...
+    %m = nn.where %causal, %d, %ninf : ...
+    %p = nn.softmax %m {axis = -1 : i64} : ...
+    %o = nn.matmul %p, %v : ...
+    // becomes
+    %o = nn.attention %q, %k, %v {causal, scale = 1.250000e-01 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::rewire::nn::NNDialect"];
+}
+
 def InlineParameters : Pass<"nn-inline-parameters", "::mlir::ModuleOp"> {
   let summary = "Replace parameter loads by constants holding their values";
   let description = [{

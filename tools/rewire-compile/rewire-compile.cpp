@@ -85,6 +85,11 @@ static cl::opt<std::string> cpu("cpu", cl::desc("Target CPU: native (default), g
                                 cl::init("native"), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Generate GEMM loops instead of calling BLAS"),
                             cl::cat(category));
+static cl::opt<bool> fusedAttention(
+    "fused-attention",
+    cl::desc("CPU: run attention (ONNX Attention, or the exporters' MatMul/Softmax/MatMul "
+             "subgraph) as the runtime's fused kernel (default on; =false expands it into loops)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> preciseMath(
     "precise-math",
     cl::desc("Call libm for exp/tanh/erf instead of vectorizable polynomial approximations"),
@@ -189,6 +194,7 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.cpu = cpu;
   options.blas = !noBlas;
+  options.fusedAttention = fusedAttention;
   options.checkIndices = checkIndices;
   options.threads = threads;
   options.seed = seed;

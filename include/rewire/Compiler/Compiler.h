@@ -80,6 +80,11 @@ struct CompileOptions {
   std::string cpu = "native";
   /// Call the runtime's BLAS for GEMMs (else generated loops).
   bool blas = true;
+  /// CPU: form nn.attention from the exporters' matmul/softmax/matmul
+  /// subgraph (nn-fuse-attention) and run it as the runtime's fused kernel
+  /// (rewire-attention-to-kernel) instead of expanding it into loops over a
+  /// [Tq, Tk] score tensor.
+  bool fusedAttention = true;
   /// Call libm for exp/tanh/erf/... instead of vectorizable polynomial
   /// approximations (which -O2 and above use otherwise on the CPU; the CUDA
   /// target always uses the hardware's and libdevice's).

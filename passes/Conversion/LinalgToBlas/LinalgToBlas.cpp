@@ -140,20 +140,9 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
 
   OpBuilder bld(op);
   Location loc = op.getLoc();
-  struct Meta {
-    Value ptr, offset;
-    SmallVector<Value> sizes, strides;
-  };
-  auto meta = [&](Value v) {
-    auto md = memref::ExtractStridedMetadataOp::create(bld, loc, v);
-    Meta r;
-    r.ptr = memref::ExtractAlignedPointerAsIndexOp::create(bld, loc, v);
-    r.offset = md.getOffset();
-    r.sizes.assign(md.getSizes().begin(), md.getSizes().end());
-    r.strides.assign(md.getStrides().begin(), md.getStrides().end());
-    return r;
-  };
-  Meta ma = meta(a), mb = meta(b), mc = meta(c);
+  rewire::BufferView ma = rewire::describeBuffer(bld, loc, a),
+                     mb = rewire::describeBuffer(bld, loc, b),
+                     mc = rewire::describeBuffer(bld, loc, c);
   Value zero = arith::ConstantIndexOp::create(bld, loc, 0);
   Value one = arith::ConstantIndexOp::create(bld, loc, 1);
 
@@ -165,7 +154,7 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
     bld.setInsertionPoint(loop.getBody()->getTerminator());
     ivs[d] = loop.getInductionVar();
   }
-  auto offsetOf = [&](const Meta &mt, const OperandPlan &plan) {
+  auto offsetOf = [&](const rewire::BufferView &mt, const OperandPlan &plan) {
     Value off = mt.offset;
     for (auto [i, d] : llvm::enumerate(plan.batchLoops)) {
       if (d < 0)
@@ -175,7 +164,7 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
     }
     return off;
   };
-  auto lead = [](const Meta &mt) { return mt.strides[mt.strides.size() - 2]; };
+  auto lead = [](const rewire::BufferView &mt) { return mt.strides[mt.strides.size() - 2]; };
   Value mSize = mc.sizes[rank - 2], nSize = mc.sizes[rank - 1];
   Value kSize = pa.transposed ? ma.sizes[ma.sizes.size() - 2] : ma.sizes.back();
   Value ta = arith::ConstantIndexOp::create(bld, loc, pa.transposed);
@@ -200,15 +189,10 @@ void LinalgToBlasPass::runOnOperation() {
   });
   if (candidates.empty())
     return;
-  auto callee = module.lookupSymbol<func::FuncOp>(kSgemm);
-  if (!callee) {
-    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    Type idx = b.getIndexType();
-    SmallVector<Type> args(14, idx);
-    args.push_back(b.getF32Type());
-    callee = func::FuncOp::create(b, module.getLoc(), kSgemm, b.getFunctionType(args, {}));
-    callee.setPrivate();
-  }
+  Builder b(module.getContext());
+  SmallVector<Type> args(14, b.getIndexType());
+  args.push_back(b.getF32Type());
+  func::FuncOp callee = rewire::declareRuntimeFunction(module, kSgemm, args);
   for (linalg::LinalgOp op : candidates)
     (void)rewrite(op, callee);
 }

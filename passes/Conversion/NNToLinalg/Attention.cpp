@@ -4,9 +4,10 @@
 //   s = q . k^T       one contraction reading k transposed through its
 //                     indexing map (no transposed copy; BLAS takes it as
 //                     transB after bufferization)
-//   s = s * scale, masked to -inf where key > query + (Tk - Tq) if causal
-//                     (one elementwise generic over linalg.index)
-//   p = softmax(s)    an nn.softmax, legalized by the softmax pattern
+//   s = s * scale + bias, masked to -inf where key > query + (Tk - Tq) if
+//                     causal (one elementwise generic over linalg.index)
+//   p = softmax(s)    an nn.softmax, legalized by the softmax pattern (NaN
+//                     weights then set to 0 under zero_masked_rows)
 //   o = p . v         an nn.matmul, legalized by the matmul pattern
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +37,10 @@ struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
     if (!qt.hasStaticShape() || !kt.hasStaticShape() || !type.hasStaticShape() ||
         qt.getRank() != 4 || kt.getRank() != 4)
       return rw.notifyMatchFailure(op, "static [B, H, T, D] operands only");
+    Value bias = a.getBias();
+    auto bt = bias ? dyn_cast<RankedTensorType>(bias.getType()) : RankedTensorType();
+    if (bias && (!bt || !bt.hasStaticShape()))
+      return rw.notifyMatchFailure(op, "a bias of static shape only");
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     Type elt = type.getElementType();
@@ -67,13 +72,26 @@ struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
                   })
                   .getResult(0);
 
-    // Scale and causal mask in one pass.
+    // Scale, bias and causal mask in one pass; the bias read through a
+    // broadcasting map (its dimensions of 1 pinned to 0).
     bool causal = op.getCausal();
     int64_t shift = tk - tq;
     Value scaledInit = tensor::EmptyOp::create(rw, loc, scoresType.getShape(), elt);
-    s = parallelGeneric(rw, loc, scaledInit, {s}, {rw.getMultiDimIdentityMap(4)},
+    SmallVector<Value> ins = {s};
+    SmallVector<AffineMap> maps = {rw.getMultiDimIdentityMap(4)};
+    if (bias) {
+      SmallVector<AffineExpr> exprs;
+      int64_t lead = 4 - bt.getRank();
+      for (int64_t i = 0; i < bt.getRank(); ++i)
+        exprs.push_back(bt.getDimSize(i) == 1 ? getAffineConstantExpr(0, ctx) : d(lead + i));
+      ins.push_back(bias);
+      maps.push_back(AffineMap::get(4, 0, exprs, ctx));
+    }
+    s = parallelGeneric(rw, loc, scaledInit, ins, maps,
                         [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
                           Value y = arith::MulFOp::create(nb, l, v[0], floatConstant(nb, l, elt, scale));
+                          if (bias)
+                            y = arith::AddFOp::create(nb, l, y, v[1]);
                           if (!causal)
                             return y;
                           Value i = linalg::IndexOp::create(nb, l, 2);
@@ -85,6 +103,15 @@ struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
                                                          floatConstant(nb, l, elt, -INFINITY), y);
                         });
     Value p = nn::SoftmaxOp::create(rw, loc, scoresType, s, rw.getI64IntegerAttr(-1));
+    if (op.getZeroMaskedRows()) {
+      // NaN weights (a row with every key masked) become 0.
+      Value init = tensor::EmptyOp::create(rw, loc, scoresType.getShape(), elt);
+      p = parallelGeneric(rw, loc, init, {p}, {rw.getMultiDimIdentityMap(4)},
+                          [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                            Value nan = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UNO, v[0], v[0]);
+                            return arith::SelectOp::create(nb, l, nan, floatConstant(nb, l, elt, 0.0), v[0]);
+                          });
+    }
     rw.replaceOpWithNewOp<nn::MatMulOp>(op, type, p, a.getV());
     return success();
   }

@@ -649,6 +649,24 @@ func.func @attn_scale(%q: tensor<1x2x16x8xf32>) {
 
 // -----
 
+func.func @attn_bias_shape(%q: tensor<1x2x16x8xf32>, %m: tensor<16x8xf32>) {
+  // expected-error @+2 {{'bias' [16x8] does not broadcast to the scores [B, H, Tq, Tk] = [1x2x16x16]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.attention %q, %q, %q bias(%m) : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<16x8xf32>) -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attn_bias_type(%q: tensor<1x2x16x8xf32>, %m: tensor<16x16xf16>) {
+  // expected-error @+2 {{'bias' must have the element type of 'q'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.attention %q, %q, %q bias(%m) : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<16x16xf16>) -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
 func.func @div_shape(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
   // expected-error @+2 {{operand #1 of shape [2] does not broadcast with shape [2x3]}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -143,6 +143,9 @@ func.func @misc(%mask: tensor<16x16xi1>, %s: tensor<2x4x16x16xf32>, %ids: tensor
   %2 = nn.attention %q, %k, %v {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>) -> tensor<2x4x16x8xf32>
   // CHECK: nn.attention {{.*}} {scale = 1.250000e-01 : f32}
   %3 = nn.attention %q, %k, %v {scale = 0.125 : f32} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>) -> tensor<2x4x16x8xf32>
+  // CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>, tensor<2x1x1x24xf32>) -> tensor<2x4x16x8xf32>
+  %bias = nn.constant dense<0.0> : tensor<2x1x1x24xf32>
+  %4 = nn.attention %q, %k, %v bias(%bias) {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>, tensor<2x1x1x24xf32>) -> tensor<2x4x16x8xf32>
   return
 }
 

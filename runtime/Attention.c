@@ -1,0 +1,322 @@
+/*===- Attention.c - Fused scaled dot-product attention on the CPU ---------===
+ *
+ * `rewire_attention`, the kernel rewire-attention-to-kernel calls for an
+ * f32 nn.attention: out = softmax(scale * q k^T + bias, causal mask) v per
+ * batch and head, flash-attention style. The query rows are cut into blocks of
+ * kBlockQ, each one OpenMP task; a task walks its keys in blocks of
+ * kBlockK with an online softmax (running row max m and sum l, the
+ * accumulated output rescaled by exp(m_old - m_new) when m grows), so the
+ * [Tq, Tk] scores never exist beyond one kBlockQ x kBlockK tile, and key
+ * blocks wholly after a block's last query are never computed (causal).
+ * The two products of a tile are oneDNN SGEMMs (single-threaded inside the
+ * parallel region), the softmax a vectorized pass over the tile.
+ *
+ * The optional bias (a mask as exporters write it: 0 where a key is
+ * attended, -inf or finfo(float32).min where not) is read in place through
+ * its strides (0 along broadcast dimensions). A tile whose bias is at most
+ * kMasked everywhere is skipped, without its products, once every row of
+ * the block has seen a score above kSeen: its weights are then exactly 0
+ * (exp of less than -1e29 underflows), as they are in the expanded
+ * softmax, for scores below ~1e29. So a causal mask held as data (a
+ * parameter, or computed by the graph) skips the same tiles as `causal`.
+ *
+ * Rows with no key to attend (causal with Tq > Tk, or a bias of -inf on
+ * every key) give NaN, as the softmax of an all -inf row does in the
+ * expanded lowering; with flag bit 1 (zero_masked_rows) they give 0, and
+ * so do rows whose weights are NaN (a NaN score), as the expansion's
+ * where(isnan(p), 0, p) does. `flags` bit 0: causal.
+ *
+ *===----------------------------------------------------------------------===*/
+#include <oneapi/dnnl/dnnl.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Kernels.c: the artifact's allocator for temporaries (ends the call with a
+ * message when memory runs out) and its error path. */
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+void rewire_kernel_failed(const char *message);
+
+enum { kBlockQ = 64, kBlockK = 128 };
+
+/* A bias at or below kMasked masks its key; a running max above kSeen is a
+ * real score (see the header). */
+static const float kMasked = -1e30f, kSeen = -1e29f;
+
+/* exp(x) for x <= 0 (scores minus their row max): 2^n e^r with
+ * n = round(x / ln 2), |r| <= ln 2 / 2, and Cephes' degree-6 polynomial
+ * for e^r (about 1 ulp); 0 below -87.3 (where exp leaves the normal
+ * floats), so -inf gives 0. Branch-free, so the row loops vectorize. */
+static inline float expNonPositive(float x) {
+  const float big = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+  float n = (x * 1.44269504088896341f + big) - big;
+  float r = x - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t e = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &e, sizeof(scale));
+  return x < -87.3f ? 0.0f : p * scale;
+}
+
+/* One tile's softmax step. s: rows x cols scores (leading dim ldS), row r
+ * attends its first limit[r] columns (the rest are set to 0); m, l: the
+ * running max and sum; alpha[r] receives exp(m_old - m_new), by which the
+ * caller rescales row r of the accumulated output. Scores become the
+ * unnormalized probabilities. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static void softmaxTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const int64_t *limit,
+                        float *m, float *l, float *alpha) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = s + r * ldS;
+    int64_t n = limit[r];
+    if (n <= 0) {
+      memset(row, 0, (size_t)cols * sizeof(float));
+      alpha[r] = 1.0f;
+      continue;
+    }
+    float mb = -INFINITY;
+#pragma omp simd reduction(max : mb)
+    for (int64_t c = 0; c < n; ++c)
+      mb = fmaxf(mb, row[c]);
+    float mNew = mb > m[r] ? mb : m[r];
+    if (mNew == -INFINITY) { /* every key so far masked with -inf: no weight yet */
+      memset(row, 0, (size_t)cols * sizeof(float));
+      alpha[r] = 1.0f;
+      continue;
+    }
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < n; ++c) {
+      float p = expNonPositive(row[c] - mNew);
+      row[c] = p;
+      sum += p;
+    }
+    if (n < cols)
+      memset(row + n, 0, (size_t)(cols - n) * sizeof(float));
+    alpha[r] = expNonPositive(m[r] - mNew);
+    l[r] = l[r] * alpha[r] + sum;
+    m[r] = mNew;
+  }
+}
+
+/* The bias of a tile: rows x cols at `bias` (strides sT, sK). Whether
+ * every element is masked and every row has already seen a real score (so
+ * the tile contributes exactly nothing); else adds it to the scores s. */
+static int tileMasked(const float *bias, int64_t sT, int64_t sK, int64_t rows, int64_t cols,
+                      const float *m) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!(m[r] > kSeen))
+      return 0;
+    const float *row = bias + r * sT;
+    int64_t kept = 0; /* NaN counts as kept: it must reach the output */
+    if (sK == 1) {
+#pragma omp simd reduction(+ : kept)
+      for (int64_t c = 0; c < cols; ++c)
+        kept += !(row[c] <= kMasked);
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        kept += !(row[c * sK] <= kMasked);
+    }
+    if (kept)
+      return 0;
+  }
+  return 1;
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static void addBias(float *s, int64_t ldS, const float *bias, int64_t sT, int64_t sK, int64_t rows,
+                    int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = s + r * ldS;
+    const float *b = bias + r * sT;
+    if (sK == 1) {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] += b[c];
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] += b[c * sK];
+    }
+  }
+}
+
+/* A [rows, cols] matrix of `base` (element strides rowStride, colStride)
+ * usable by SGEMM as is (unit column stride, row stride >= cols), or
+ * packed densely into `pack`. Returns the matrix and sets *ld. */
+static const float *gemmOperand(const float *base, int64_t rowStride, int64_t colStride,
+                                int64_t rows, int64_t cols, float *pack, int64_t *ld) {
+  if (colStride == 1 && (rowStride >= cols || rows == 1)) {
+    *ld = rows == 1 ? cols : rowStride;
+    return base;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      pack[r * cols + c] = base[r * rowStride + c * colStride];
+  *ld = cols;
+  return pack;
+}
+
+static int sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  return dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
+}
+
+/* Per-thread scratch, in floats. */
+struct Scratch {
+  float *s, *acc, *m, *l, *alpha, *q, *k, *v;
+  int64_t *limit;
+};
+
+static int mulAdd(size_t *total, size_t a, size_t b) {
+  size_t p;
+  if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(*total, p, total))
+    return 0;
+  return 1;
+}
+
+/* Pointers are aligned bases with offsets in elements; strides in elements
+ * for [B, H, T, D] (the bias: [B, H, Tq, Tk], 0 along broadcast
+ * dimensions; `bias` 0: none); `flags`: bit 0 causal, bit 1
+ * zero_masked_rows; `threads` 0 means OpenMP's default team. */
+void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t qsT, int64_t qsD,
+                      int64_t k, int64_t kOff, int64_t ksB, int64_t ksH, int64_t ksT, int64_t ksD,
+                      int64_t v, int64_t vOff, int64_t vsB, int64_t vsH, int64_t vsT, int64_t vsD,
+                      int64_t bias, int64_t mOff, int64_t msB, int64_t msH, int64_t msT,
+                      int64_t msK,
+                      int64_t o, int64_t oOff, int64_t osB, int64_t osH, int64_t osT, int64_t osD,
+                      int64_t batch, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                      int64_t flags, int64_t threads, float scale) {
+  int64_t causal = flags & 1, zeroMaskedRows = flags & 2;
+  if (batch <= 0 || heads <= 0 || tq <= 0 || dv <= 0)
+    return;
+  const float *Q = (const float *)(intptr_t)q + qOff;
+  const float *K = (const float *)(intptr_t)k + kOff;
+  const float *V = (const float *)(intptr_t)v + vOff;
+  const float *M = bias ? (const float *)(intptr_t)bias + mOff : NULL;
+  float *O = (float *)(intptr_t)o + oOff;
+  int64_t shift = tk - tq; /* query i attends keys j <= i + shift when causal */
+  int64_t qBlocks = (tq + kBlockQ - 1) / kBlockQ;
+  int64_t tasks = batch * heads * qBlocks;
+  int team = threads > 0 ? (int)threads : omp_get_max_threads();
+  if (team < 1)
+    team = 1;
+  if (tasks < team)
+    team = (int)tasks;
+
+  /* Scratch for every thread, from the calling thread (so running out of
+   * memory ends the call cleanly). */
+  size_t per = 0;
+  int ok = mulAdd(&per, kBlockQ, kBlockK) && mulAdd(&per, kBlockQ, (size_t)dv) &&
+           mulAdd(&per, 3, kBlockQ) && mulAdd(&per, kBlockQ, (size_t)d) &&
+           mulAdd(&per, kBlockK, (size_t)d) && mulAdd(&per, kBlockK, (size_t)dv) &&
+           mulAdd(&per, 2 * kBlockQ, 1); /* limit: int64 = two floats */
+  per = (per + 15) / 16 * 16;
+  size_t bytes = 0;
+  if (!ok || !mulAdd(&bytes, per * sizeof(float), (size_t)team)) {
+    rewire_kernel_failed("attention: the scratch size of the fused attention kernel overflows "
+                         "(head size too large)");
+    return;
+  }
+  float *scratch = (float *)_mlir_memref_to_llvm_alloc(bytes);
+  int failed = 0;
+
+#pragma omp parallel num_threads(team)
+  {
+  /* oneDNN's SGEMM splits a product over the threads it sees when it is
+   * not inside an active parallel region (a team of one is not active), and
+   * a split changes the sums' order: one thread each, always, so the bits
+   * do not depend on the team. */
+  omp_set_num_threads(1);
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    float *mine = scratch + (size_t)omp_get_thread_num() * per;
+    struct Scratch w;
+    w.s = mine;
+    w.acc = w.s + kBlockQ * kBlockK;
+    w.m = w.acc + kBlockQ * dv;
+    w.l = w.m + kBlockQ;
+    w.alpha = w.l + kBlockQ;
+    w.q = w.alpha + kBlockQ;
+    w.k = w.q + kBlockQ * d;
+    w.v = w.k + kBlockK * d;
+    w.limit = (int64_t *)(w.v + kBlockK * dv);
+
+    /* Heaviest (last, under a causal mask) query blocks first. */
+    int64_t bh = t / qBlocks, qb = qBlocks - 1 - t % qBlocks;
+    int64_t b = bh / heads, h = bh % heads;
+    int64_t i0 = qb * kBlockQ, rows = tq - i0 < kBlockQ ? tq - i0 : kBlockQ;
+    const float *Qb = Q + b * qsB + h * qsH + i0 * qsT;
+    const float *Kb = K + b * ksB + h * ksH;
+    const float *Vb = V + b * vsB + h * vsH;
+    float *Ob = O + b * osB + h * osH + i0 * osT;
+    const float *Mb = M ? M + b * msB + h * msH + i0 * msT : NULL;
+    int64_t ldq;
+    const float *qm = gemmOperand(Qb, qsT, qsD, rows, d, w.q, &ldq);
+    for (int64_t r = 0; r < rows; ++r) {
+      w.m[r] = -INFINITY;
+      w.l[r] = 0.0f;
+    }
+    /* Keys this block attends: [0, end). */
+    int64_t end = causal ? i0 + rows + shift : tk;
+    if (end > tk)
+      end = tk;
+    if (end <= 0)
+      memset(w.acc, 0, (size_t)(rows * dv) * sizeof(float));
+    for (int64_t j0 = 0; j0 < end; j0 += kBlockK) {
+      int64_t cols = end - j0 < kBlockK ? end - j0 : kBlockK;
+      if (Mb && j0 > 0 && tileMasked(Mb + j0 * msK, msT, msK, rows, cols, w.m))
+        continue;
+      int64_t ldk, ldv;
+      const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
+      const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
+      if (d > 0) {
+        if (!sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, w.s, kBlockK))
+          failed = 1;
+      } else {
+        for (int64_t r = 0; r < rows; ++r)
+          memset(w.s + r * kBlockK, 0, (size_t)cols * sizeof(float));
+      }
+      if (Mb)
+        addBias(w.s, kBlockK, Mb + j0 * msK, msT, msK, rows, cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
+        w.limit[r] = n < 0 ? 0 : n > cols ? cols : n;
+      }
+      softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.alpha);
+      if (j0 > 0)
+        for (int64_t r = 0; r < rows; ++r)
+          if (w.alpha[r] != 1.0f)
+            for (int64_t c = 0; c < dv; ++c)
+              w.acc[r * dv + c] *= w.alpha[r];
+      if (!sgemm('N', 'N', rows, dv, cols, 1.0f, w.s, kBlockK, vm, ldv, j0 > 0 ? 1.0f : 0.0f,
+                 w.acc, dv))
+        failed = 1;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      float *out = Ob + r * osT;
+      const float *acc = w.acc + r * dv;
+      if (zeroMaskedRows && !(w.l[r] > 0.0f)) /* no key, or NaN weights: 0 */
+        for (int64_t c = 0; c < dv; ++c)
+          out[c * osD] = 0.0f;
+      else if (w.l[r] == 0.0f) /* no key to attend */
+        for (int64_t c = 0; c < dv; ++c)
+          out[c * osD] = NAN;
+      else
+        for (int64_t c = 0; c < dv; ++c)
+          out[c * osD] = acc[c] / w.l[r];
+    }
+  }
+  }
+  _mlir_memref_to_llvm_free(scratch);
+  if (failed)
+    rewire_kernel_failed("internal error: oneDNN's sgemm failed inside the fused attention "
+                         "kernel; please report it with the model");
+}
