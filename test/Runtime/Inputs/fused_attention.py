@@ -12,8 +12,11 @@ the subgraph PyTorch's exporters write:
 Shapes cover one token, sizes that are not multiples of the kernel's tiles
 (64 queries x 128 keys), several key tiles, more keys than queries (causal
 aligned at the end), more queries than keys, a head size different for v,
-and scores large enough (inputs x 4: scores ~16 standard deviations) that the online softmax rescales its
-running sums across tiles.
+scores large enough (inputs x 4) that the online softmax rescales its
+running sums across tiles; masks that are constants (the causal flag) and
+data (graph inputs: a bias, float or boolean, broadcast over heads or
+queries, with padding that masks whole key tiles and whole rows), and the
+dynamo exporter's where(isnan(p), 0, p) (fully masked rows give 0).
 
     fused_attention.py WORKDIR
 
@@ -53,8 +56,12 @@ CASES = [
     # 0 / 140 keys (whole key tiles of -inf before any real key).
     ("bias-input", 2, 2, 150, 150, 32, 32, "bias-input", "div", 1.0),
     ("bool-input", 2, 3, 70, 300, 16, 24, "bool-input", "mul", 1.0),
+    # The dynamo exporter's where(isnan(p), 0, p) after the softmax, with a
+    # boolean padding mask that masks every key of the second sequence:
+    # its rows give 0 (not NaN).
+    ("nan-guard", 2, 2, 40, 40, 16, 16, "guard-input", "div", 1.0),
 ]
-PADDING = {"bias-input": 130, "bool-input": 140}
+PADDING = {"bias-input": 130, "bool-input": 140, "guard-input": 40}
 
 
 def build(path, b, h, tq, tk, d, dv, mask, scale_op):
@@ -77,7 +84,7 @@ def build(path, b, h, tq, tk, d, dv, mask, scale_op):
     if mask == "bias-input":
         extra.append(helper.make_tensor_value_info("mask", f, [b, 1, tq, tk]))
         nodes.append(helper.make_node("Add", ["s1", "mask"], ["s2"]))
-    elif mask == "bool-input":
+    elif mask in ("bool-input", "guard-input"):
         extra.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, [b, 1, 1, tk]))
         inits.append(numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf"))
         nodes.append(helper.make_node("Where", ["mask", "s1", "ninf"], ["s2"]))
@@ -91,8 +98,14 @@ def build(path, b, h, tq, tk, d, dv, mask, scale_op):
         nodes.append(helper.make_node("Add", ["s1", "bias"], ["s2"]))
     else:
         nodes.append(helper.make_node("Identity", ["s1"], ["s2"]))
-    nodes += [helper.make_node("Softmax", ["s2"], ["p"], axis=-1),
-              helper.make_node("MatMul", ["p", "v"], ["out"])]
+    nodes.append(helper.make_node("Softmax", ["s2"], ["p0"], axis=-1))
+    if mask == "guard-input":
+        inits.append(numpy_helper.from_array(np.array(0.0, np.float32), "zero"))
+        nodes += [helper.make_node("IsNaN", ["p0"], ["nan"]),
+                  helper.make_node("Where", ["nan", "zero", "p0"], ["p"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["p0"], ["p"]))
+    nodes.append(helper.make_node("MatMul", ["p", "v"], ["out"]))
     graph = helper.make_graph(
         nodes, "attention",
         [helper.make_tensor_value_info("q_in", f, [b, tq, h, d]),
@@ -108,7 +121,7 @@ def mask_input(kind, b, tq, tk, causal):
     """The mask a `-input` case passes: batch i has its first i * PADDING
     keys padded."""
     pad = np.arange(tk)[None, :] < (np.arange(b) * PADDING[kind])[:, None]  # [B, Tk]
-    if kind == "bool-input":
+    if kind in ("bool-input", "guard-input"):
         return ~pad[:, None, None, :]
     bias = np.where(causal, 0.0, -np.inf) + np.where(pad, np.finfo(np.float32).min, 0.0)[:, None, None, :]
     return bias.astype(np.float32)
@@ -120,13 +133,17 @@ def reference(q, k, v, causal, mask, data=None):
     if mask == "bias-input":
         # The bias is added in float32, where finfo.min absorbs the score.
         s = (s.astype(np.float32) + data).astype(np.float64)
-    elif mask == "bool-input":
+    elif mask in ("bool-input", "guard-input"):
         s = np.where(data, s, -np.inf)
     elif mask:
         s = np.where(causal, s, -np.inf)
-    s = s - s.max(-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        s = s - s.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s)
+        p /= p.sum(-1, keepdims=True)
+    if mask == "guard-input":
+        p = np.where(np.isnan(p), 0.0, p)
     return p @ v
 
 
