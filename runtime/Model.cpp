@@ -12,6 +12,7 @@
 #include "rewire/Support/Json.h"
 #include "rewire/Support/ReadFile.h"
 #include "rewire/Support/Safetensors.h"
+#include "rewire/Version.h"
 #include "ElfImage.h"
 #include "HeapTuning.h"
 #include "ArtifactMetadata.h"
@@ -72,11 +73,12 @@ std::optional<std::string> findParameter(const SafetensorsMapping &mapping,
 
 /// Whether the process already has another OpenMP runtime's GOMP_parallel
 /// in its global scope (GNU libgomp, after `import torch` in Python): oneDNN
-/// in an artifact then binds to it, while the artifact's parallel loops run
-/// on LLVM's libomp, and the two pools spin against each other for the
-/// cores (a 12-layer GPT-2 forward: 441 ms alone, 1200 ms after `import
-/// torch`; docs/performance.md, "One thread pool"). Asked at each load:
-/// a host may import torch after its first model.
+/// in an artifact loaded the usual way then binds to it, while the
+/// artifact's parallel loops run on LLVM's libomp, and the two pools spin
+/// against each other for the cores (a 12-layer GPT-2 forward: 441 ms
+/// alone, 1200 ms after `import torch`; docs/performance.md, "One thread
+/// pool"). Model::load then binds oneDNN to libomp instead (openArtifact).
+/// Asked at each load: a host may import torch after its first model.
 static bool foreignOpenMP() {
   void *gomp = ::dlsym(RTLD_DEFAULT, "GOMP_parallel");
   Dl_info info;
@@ -85,8 +87,43 @@ static bool foreignOpenMP() {
   return std::string(info.dli_fname).find("libomp") == std::string::npos;
 }
 
+/// dlopen of the artifact at `path`. With another OpenMP runtime global
+/// (foreignOpenMP) and oneDNN not yet in the process, the artifact and the
+/// libraries loaded with it look up symbols in their own scope first
+/// (RTLD_DEEPBIND), so oneDNN's GOMP_* calls reach the artifact's libomp:
+/// one pool (PyPI's torch, whose oneDNN is its own: 873 -> ~520 ms for the
+/// GPT-2 stack). libomp itself is opened first the usual way, from where
+/// artifacts find it (their rpath, REWIRE_LLVM_LIB_DIR; `*openmp`, kept
+/// open by the model): under DEEPBIND its `environ` would bind to
+/// libc's own copy, which a host's executable does not update, and libomp
+/// crashed reading its settings from it. Where oneDNN is already loaded
+/// (Debian's torch links libdnnl) it stays bound to the host's runtime;
+/// `*twoPools` is then set and the caller makes the loops' threads sleep
+/// after each region instead (setBlocktime). DEEPBIND also means the
+/// artifact's malloc is libc's even where a host preloads another
+/// allocator; artifacts free what they allocate.
+static void *openArtifact(const std::string &path, void **openmp, bool *twoPools) {
+  *openmp = nullptr;
+  *twoPools = false;
+  int flags = RTLD_NOW | RTLD_LOCAL;
+  if (foreignOpenMP()) {
+    if (void *dnnl = ::dlopen(cpu::kDnnlSoname, RTLD_NOW | RTLD_NOLOAD)) {
+      ::dlclose(dnnl);
+      *twoPools = true;
+    } else if ((*openmp = ::dlopen((std::string(REWIRE_LLVM_LIB_DIR) + "/" + cpu::kOpenMPSoname).c_str(),
+                                     RTLD_NOW | RTLD_LOCAL))) {
+      flags |= RTLD_DEEPBIND;
+    } else {
+      *twoPools = true;
+    }
+  }
+  return ::dlopen(path.c_str(), flags);
+}
+
 struct Model::Impl {
   void *handle = nullptr;
+  /// libomp, opened before a DEEPBIND artifact (openArtifact).
+  void *openmp = nullptr;
   std::string metadata;
   std::vector<FunctionInfo> functions;
   std::vector<EntryFn> entries;
@@ -107,6 +144,8 @@ struct Model::Impl {
   ~Impl() {
     if (handle)
       ::dlclose(handle);
+    if (openmp)
+      ::dlclose(openmp);
   }
 };
 
@@ -142,7 +181,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   // dlopen searches the library path for names without a slash.
   std::string path = artifactPath.find('/') == std::string::npos ? "./" + artifactPath
                                                                   : artifactPath;
-  impl->handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  bool twoPools = false;
+  impl->handle = openArtifact(path, &impl->openmp, &twoPools);
   if (!impl->handle) {
     const char *why = ::dlerror();
     error = "cannot load artifact '" + artifactPath + "': " + (why ? why : "unknown error") +
@@ -200,7 +240,7 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   using DescribeFn = const char *(*)();
   auto describe = reinterpret_cast<DescribeFn>(::dlsym(impl->handle, cpu::kKernelsSymbol));
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
-  if (foreignOpenMP())
+  if (twoPools)
     impl->setBlocktime = reinterpret_cast<void (*)(int)>(::dlsym(impl->handle, "kmp_set_blocktime"));
   bool anyParameters = false;
   for (const JsonValue &f : functions->array) {

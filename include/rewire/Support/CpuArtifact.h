@@ -30,6 +30,11 @@ constexpr const char *kCallSymbol = "rewire_artifact_call";
 /// `const char *rewire_kernels_describe(void)`: what runs the artifact's
 /// GEMMs on this CPU ("oneDNN 2.6.3 sgemm, ISA avx512_core"; runtime/Kernels.c).
 constexpr const char *kKernelsSymbol = "rewire_kernels_describe";
+/// The libraries artifacts link for GEMMs and parallel loops (`-ldnnl`,
+/// `-lomp`; lib/Compiler/Link.cpp), by soname: the runtime opens them with
+/// care where a host has another OpenMP runtime (runtime/Model.cpp).
+constexpr const char *kDnnlSoname = "libdnnl.so.2";
+constexpr const char *kOpenMPSoname = "libomp.so.5";
 /// Every entry point `<name>` is `void rewire_call_<name>(void **buffers)`
 /// (inputs, parameters, outputs); the metadata names it (`entry`).
 constexpr const char *kEntrySymbolPrefix = "rewire_call_";
