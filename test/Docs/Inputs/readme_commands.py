@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -165,6 +166,7 @@ def main():
             previous = args
             continue
         full_env = dict(os.environ, REWIRE_CACHE_DIR=os.path.join(work, "cache"), **env)
+        t0 = time.perf_counter()
         try:
             r = subprocess.run(args, cwd=work, env=full_env, capture_output=True, timeout=900)
             rc, text = r.returncode, (r.stdout + r.stderr).decode("utf-8", "replace")
@@ -172,7 +174,9 @@ def main():
             rc, text = "timeout", ""
         ran += 1
         ok = rc == 0
-        print("%s README:%d %s" % ("ok  " if ok else "FAIL", line, cmd))
+        # The seconds each took: what to shorten when the suite grows slow.
+        print("%s README:%d %s (%.1f s)" % ("ok  " if ok else "FAIL", line, cmd,
+                                            time.perf_counter() - t0))
         if not ok:
             print("     exit %s: %s" % (rc, text[-1500:]))
             FAILED.append(line)
