@@ -34,6 +34,8 @@ def run(path, feeds=None):
             shape = [d if isinstance(d, int) else 2 for d in i.shape]
             if i.type == "tensor(int64)":
                 feeds[i.name] = rng.integers(0, 64, shape).astype(np.int64)
+            elif i.type == "tensor(bool)":
+                feeds[i.name] = rng.random(shape) < 0.7
             else:
                 feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
     return s.run(None, feeds), feeds
