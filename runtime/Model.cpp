@@ -131,7 +131,7 @@ struct Model::Impl {
   /// rewire_kernels_describe's text (Executable::kernels).
   std::string kernels;
   /// libomp's kmp_set_blocktime, when two OpenMP pools share the process
-  /// (foreignOpenMP): the loops' threads then sleep at once after a parallel
+  /// (openArtifact's twoPools): the loops' threads then sleep at once after a parallel
   /// region instead of spinning 200 ms against oneDNN's (measured with
   /// torch imported: 1200 -> ~610 ms).
   void (*setBlocktime)(int) = nullptr;

@@ -89,7 +89,7 @@ bool broadcastsTo(Type t, RankedTensorType scores) {
 }
 
 /// A mask peeled off the scores: the causal pattern (a constant), or an
-/// additive bias to create (`biasFrom` builds it where the op was).
+/// additive bias (`bias` builds it, called once the match has succeeded).
 struct PeeledMask {
   bool causal = false;
   std::function<Value(PatternRewriter &)> bias;
