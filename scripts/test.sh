@@ -15,6 +15,9 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 export BUILD_DIR
 
 "$ROOT/scripts/bootstrap.sh"
+# Each phase's minutes, so a slow suite shows where to trim.
+phase() { printf 'test.sh: %s took %d min %02d s\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); SECONDS=0; }
+phase "install and build"
 
 XML="$BUILD_DIR/test-results.xml"
 rm -f "$XML" "$BUILD_DIR"/pytest-*.xml
@@ -23,6 +26,7 @@ set +e
   "$BUILD_DIR/test" "$BUILD_DIR/test/unit"
 lit_rc=$?
 set -e
+phase "lit (IR, gtest, Python, real-model corpus)"
 
 # A short slice of every fuzz target (FUZZ_SECONDS each; the 10-minute runs
 # are `scripts/fuzz.sh 600 all`): one pass/fail result per target.
@@ -37,6 +41,7 @@ for t in import onnxgen artifact elf npy safetensors json input-spec; do
   tail -n 1 "$BUILD_DIR/fuzz-$t-short.log"
   if [ "$rc" -eq 0 ]; then results+=("fuzz-$t-short=pass"); else results+=("fuzz-$t-short=fail"); fi
 done
+phase "fuzz slices (build-fuzz/ and runs)"
 
 set +e
 python3 "$ROOT/scripts/summarize_tests.py" "$XML" "$BUILD_DIR"/pytest-*.xml "${results[@]}"

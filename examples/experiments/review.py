@@ -141,7 +141,7 @@ def main():
             "update h + r u trains.")
     rep.add("")
     if args.quick:
-        layers, steps, snaps = 6, 60, [0, 60]
+        layers, steps, snaps = 3, 40, [0, 40]
     else:
         layers, steps, snaps = 20, 300, [0, 150, 300]
     curves, norms = run(work, rep, layers, steps, snaps)

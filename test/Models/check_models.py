@@ -19,6 +19,7 @@ scripts/make-model-fixtures.py) end to end with the built tools:
                     [--exports dynamo,torchscript,..]
                     [--steps import,detect,run,rewrite,train,cuda] [--kinds K,..]
                     [--cuda-emulator LIBDIR] [--rewrite-first-export]
+                    [--rewrite-sample N]
                     [--table docs/models.md] [--jobs N]
 
 Prints one line per check ("ok" / "FAIL" / "unsupported", with the reason),
@@ -53,6 +54,16 @@ NOT_APPLICABLE = ("not directly. Hyper-connections", "needs a static feature axi
 STEPS = ["import", "detect", "run", "rewrite", "train"]  # and "cuda", on request
 CUDA_EMULATOR = None  # --cuda-emulator=LIBDIR
 REWRITE_FIRST_ONLY = False  # --rewrite-first-export
+REWRITE_SAMPLE = 1  # --rewrite-sample=N
+
+
+def sampled_kinds(kinds, family_index):
+    """The kinds the rewrite step runs on the family at FAMILY_INDEX (its
+    place in the manifest): every kind with --rewrite-sample=1; with N, the
+    kinds whose place in KINDS is FAMILY_INDEX mod N, so consecutive families
+    share the kinds out and each kind still runs on every N-th family."""
+    order = list(KINDS)
+    return [k for k in kinds if order.index(k) % REWRITE_SAMPLE == family_index % REWRITE_SAMPLE]
 
 
 def first_export(meta):
@@ -89,8 +100,9 @@ def reason(text):
 
 
 class Case:
-    def __init__(self, family, meta, tag, export):
+    def __init__(self, family, meta, tag, export, family_index=0):
         self.family, self.meta, self.tag, self.export = family, meta, tag, export
+        self.family_index = family_index  # the family's place among those checked
         self.folder = os.path.join(FIXTURES, family)
         self.onnx = os.path.join(self.folder, tag + ".onnx")
         self.name = "%s/%s" % (family, tag)
@@ -181,7 +193,7 @@ def check(case, steps, kinds, work):
             res["cuda"] = ("ok", "") if r.returncode == 0 else ("FAIL", reason(r.stdout + r.stderr))
     if "rewrite" in steps and case.meta["residuals"] and \
             not (REWRITE_FIRST_ONLY and case.tag != first_export(case.meta)):
-        for kind in kinds:
+        for kind in sampled_kinds(kinds, case.family_index):
             identity = KINDS[kind]
             spec = kind + (":init=identity" if identity else "")
             if kind == "value-residual":
@@ -279,16 +291,17 @@ def load_cases(only, exports, kind=None):
     with open(os.path.join(FIXTURES, "manifest.json")) as f:
         manifest = json.load(f)
     cases, limits = [], []
-    for family, meta in manifest["families"].items():
-        if (only and family not in only) or (kind and meta["kind"] != kind):
-            continue
+    families = [f for f, meta in manifest["families"].items()
+                if not (only and f not in only) and not (kind and meta["kind"] != kind)]
+    for index, family in enumerate(families):
+        meta = manifest["families"][family]
         for tag, export in meta["exports"].items():
             if exports and tag not in exports:
                 continue
             if "error" in export:
                 limits.append((family, tag, export["error"]))
                 continue
-            cases.append(Case(family, meta, tag, export))
+            cases.append(Case(family, meta, tag, export, index))
     return manifest, cases, limits
 
 
@@ -373,10 +386,16 @@ def main():
     ap.add_argument("--rewrite-first-export", action="store_true",
                     help="run the rewrites on each family's first export only (the test "
                          "command's slice; the other steps run on every export)")
+    ap.add_argument("--rewrite-sample", type=int, default=1, metavar="N",
+                    help="each family runs every N-th kind, in turn (the test command's "
+                         "slice: every kind still runs on every N-th family)")
     ap.add_argument("--cuda-emulator", metavar="LIBDIR",
                     help="the cuda step runs on the CUDA emulator in LIBDIR (no GPU needed)")
     a = ap.parse_args()
-    global CUDA_EMULATOR, REWRITE_FIRST_ONLY
+    global CUDA_EMULATOR, REWRITE_FIRST_ONLY, REWRITE_SAMPLE
+    if a.rewrite_sample < 1:
+        sys.exit("--rewrite-sample must be >= 1")
+    REWRITE_SAMPLE = a.rewrite_sample
     CUDA_EMULATOR = a.cuda_emulator
     REWRITE_FIRST_ONLY = a.rewrite_first_export
     steps = a.steps.split(",")
