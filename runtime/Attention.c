@@ -320,3 +320,254 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
     rewire_kernel_failed("internal error: oneDNN's sgemm failed inside the fused attention "
                          "kernel; please report it with the model");
 }
+
+/*===- The backward kernel ------------------------------------------------===
+ *
+ * `rewire_attention_backward`: dq, dk, dv of nn.attention from q, k, v, the
+ * bias, the forward's output o and its adjoint do (nn.attention_grad). One
+ * OpenMP task per batch and head (so dk and dv are summed by one thread, in
+ * one order, whatever the team); inside, for each block of kBlockQ queries:
+ *   1. its row max m and sum l, from the key tiles as in the forward;
+ *   2. delta = rowsum(do * o);
+ *   3. for each key tile: p = exp(s - m) / l (s computed again),
+ *      dv_j += p^T do_i, dp = do_i v_j^T, ds = p * (dp - delta),
+ *      dq_i += scale ds k_j, dk_j += scale ds^T q_i.
+ * Tiles skipped by the forward (causal, wholly masked by the bias) are
+ * skipped. Rows with no key give dq NaN and, since their NaN weights reach
+ * every key of the head, NaN dk and dv for that head; under
+ * zero_masked_rows (and for NaN weights there) they pass no gradient.
+ *
+ *===----------------------------------------------------------------------===*/
+
+/* p = exp(s - m) / l over a tile's first limit[r] columns (0 beyond and in
+ * rows whose weights are all 0 or NaN under zeroMaskedRows). Returns 1 when
+ * a row has NaN weights and they are to be kept. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static void weightsTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const int64_t *limit,
+                        const float *m, const float *l) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = s + r * ldS;
+    int64_t n = limit[r];
+    if (n <= 0 || !(l[r] > 0.0f)) {
+      memset(row, 0, (size_t)cols * sizeof(float));
+      continue;
+    }
+    float mr = m[r], inv = 1.0f / l[r];
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c)
+      row[c] = expNonPositive(row[c] - mr) * inv;
+    if (n < cols)
+      memset(row + n, 0, (size_t)(cols - n) * sizeof(float));
+  }
+}
+
+/* ds = p * (dp - delta), in dp. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static void scoreGradTile(const float *p, float *dp, int64_t ld, int64_t rows, int64_t cols,
+                          const float *delta) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *pr = p + r * ld;
+    float *dr = dp + r * ld, dl = delta[r];
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c)
+      dr[c] = pr[c] * (dr[c] - dl);
+  }
+}
+
+/* Per-thread scratch of the backward kernel. */
+struct GradScratch {
+  float *s, *dp, *m, *l, *delta, *q, *k, *v, *dO, *dq, *dk, *dv;
+  int64_t *limit;
+};
+
+/* Strides as in rewire_attention, plus o (the forward's output), do (its
+ * adjoint) and the three results, each [B, H, T, D] with its own strides. */
+void rewire_attention_backward(
+    int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t qsT, int64_t qsD,
+    int64_t k, int64_t kOff, int64_t ksB, int64_t ksH, int64_t ksT, int64_t ksD,
+    int64_t v, int64_t vOff, int64_t vsB, int64_t vsH, int64_t vsT, int64_t vsD,
+    int64_t bias, int64_t mOff, int64_t msB, int64_t msH, int64_t msT, int64_t msK,
+    int64_t o, int64_t oOff, int64_t osB, int64_t osH, int64_t osT, int64_t osD,
+    int64_t dov, int64_t doOff, int64_t dsB, int64_t dsH, int64_t dsT, int64_t dsD,
+    int64_t dq, int64_t dqOff, int64_t dqsB, int64_t dqsH, int64_t dqsT, int64_t dqsD,
+    int64_t dk, int64_t dkOff, int64_t dksB, int64_t dksH, int64_t dksT, int64_t dksD,
+    int64_t dvv, int64_t dvOff, int64_t dvsB, int64_t dvsH, int64_t dvsT, int64_t dvsD,
+    int64_t batch, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv, int64_t flags,
+    int64_t threads, float scale) {
+  int64_t causal = flags & 1, zeroMaskedRows = flags & 2;
+  if (batch <= 0 || heads <= 0)
+    return;
+  const float *Q = (const float *)(intptr_t)q + qOff;
+  const float *K = (const float *)(intptr_t)k + kOff;
+  const float *V = (const float *)(intptr_t)v + vOff;
+  const float *M = bias ? (const float *)(intptr_t)bias + mOff : NULL;
+  const float *O = (const float *)(intptr_t)o + oOff;
+  const float *DO = (const float *)(intptr_t)dov + doOff;
+  float *DQ = (float *)(intptr_t)dq + dqOff;
+  float *DK = (float *)(intptr_t)dk + dkOff;
+  float *DV = (float *)(intptr_t)dvv + dvOff;
+  int64_t shift = tk - tq;
+  int64_t tasks = batch * heads;
+  int team = threads > 0 ? (int)threads : omp_get_max_threads();
+  if (team < 1)
+    team = 1;
+  if (tasks < team)
+    team = (int)tasks;
+
+  size_t per = 0;
+  int ok = mulAdd(&per, 2 * kBlockQ, kBlockK) && mulAdd(&per, 3, kBlockQ) &&
+           mulAdd(&per, kBlockQ, (size_t)d) && mulAdd(&per, kBlockK, (size_t)d) &&
+           mulAdd(&per, kBlockK, (size_t)dv) && mulAdd(&per, kBlockQ, (size_t)dv) &&
+           mulAdd(&per, kBlockQ, (size_t)d) && mulAdd(&per, (size_t)tk, (size_t)d) &&
+           mulAdd(&per, (size_t)tk, (size_t)dv) && mulAdd(&per, 2 * kBlockQ, 1);
+  per = (per + 15) / 16 * 16;
+  size_t bytes = 0;
+  if (!ok || !mulAdd(&bytes, per * sizeof(float), (size_t)team)) {
+    rewire_kernel_failed("attention: the scratch size of the fused attention backward kernel "
+                         "overflows (sequence or head size too large)");
+    return;
+  }
+  float *scratch = (float *)_mlir_memref_to_llvm_alloc(bytes);
+  int failed = 0;
+
+#pragma omp parallel num_threads(team)
+  {
+  omp_set_num_threads(1); /* see rewire_attention */
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    float *mine = scratch + (size_t)omp_get_thread_num() * per;
+    struct GradScratch w;
+    w.s = mine;
+    w.dp = w.s + kBlockQ * kBlockK;
+    w.m = w.dp + kBlockQ * kBlockK;
+    w.l = w.m + kBlockQ;
+    w.delta = w.l + kBlockQ;
+    w.q = w.delta + kBlockQ;
+    w.k = w.q + kBlockQ * d;
+    w.v = w.k + kBlockK * d;
+    w.dO = w.v + kBlockK * dv;
+    w.dq = w.dO + kBlockQ * dv;
+    w.dk = w.dq + kBlockQ * d;
+    w.dv = w.dk + tk * d;
+    w.limit = (int64_t *)(w.dv + tk * dv);
+    memset(w.dk, 0, (size_t)(tk * d) * sizeof(float));
+    memset(w.dv, 0, (size_t)(tk * dv) * sizeof(float));
+    int64_t b = t / heads, h = t % heads;
+    const float *Kb = K + b * ksB + h * ksH;
+    const float *Vb = V + b * vsB + h * vsH;
+    int nanHead = 0;
+
+    for (int64_t i0 = 0; i0 < tq; i0 += kBlockQ) {
+      int64_t rows = tq - i0 < kBlockQ ? tq - i0 : kBlockQ;
+      const float *Qb = Q + b * qsB + h * qsH + i0 * qsT;
+      const float *Ob = O + b * osB + h * osH + i0 * osT;
+      const float *DOb = DO + b * dsB + h * dsH + i0 * dsT;
+      const float *Mb = M ? M + b * msB + h * msH + i0 * msT : NULL;
+      int64_t ldq, lddo;
+      const float *qm = gemmOperand(Qb, qsT, qsD, rows, d, w.q, &ldq);
+      const float *dom = gemmOperand(DOb, dsT, dsD, rows, dv, w.dO, &lddo);
+      int64_t end = causal ? i0 + rows + shift : tk;
+      if (end > tk)
+        end = tk;
+      /* 1. Row max and sum. */
+      for (int64_t r = 0; r < rows; ++r) {
+        w.m[r] = -INFINITY;
+        w.l[r] = 0.0f;
+      }
+      for (int64_t j0 = 0; j0 < end; j0 += kBlockK) {
+        int64_t cols = end - j0 < kBlockK ? end - j0 : kBlockK;
+        if (Mb && j0 > 0 && tileMasked(Mb + j0 * msK, msT, msK, rows, cols, w.m))
+          continue;
+        int64_t ldk;
+        const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
+        if (d > 0) {
+          if (!sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, w.s, kBlockK))
+            failed = 1;
+        } else {
+          for (int64_t r = 0; r < rows; ++r)
+            memset(w.s + r * kBlockK, 0, (size_t)cols * sizeof(float));
+        }
+        if (Mb)
+          addBias(w.s, kBlockK, Mb + j0 * msK, msT, msK, rows, cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
+          w.limit[r] = n < 0 ? 0 : n > cols ? cols : n;
+        }
+        softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.dp /* alpha, unused */);
+      }
+      /* 2. delta = rowsum(do * o); rows without weights. */
+      for (int64_t r = 0; r < rows; ++r) {
+        float acc = 0.0f;
+        for (int64_t c = 0; c < dv; ++c)
+          acc += DOb[r * dsT + c * dsD] * Ob[r * osT + c * osD];
+        w.delta[r] = acc;
+        if (!(w.l[r] > 0.0f) && !zeroMaskedRows)
+          nanHead = 1;
+      }
+      memset(w.dq, 0, (size_t)(rows * d) * sizeof(float));
+      /* 3. The tiles' gradients. */
+      int first = 1;
+      for (int64_t j0 = 0; j0 < end; j0 += kBlockK) {
+        int64_t cols = end - j0 < kBlockK ? end - j0 : kBlockK;
+        if (Mb && tileMasked(Mb + j0 * msK, msT, msK, rows, cols, w.m))
+          continue;
+        int64_t ldk, ldv;
+        const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
+        const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
+        if (d > 0) {
+          if (!sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, w.s, kBlockK))
+            failed = 1;
+        } else {
+          for (int64_t r = 0; r < rows; ++r)
+            memset(w.s + r * kBlockK, 0, (size_t)cols * sizeof(float));
+        }
+        if (Mb)
+          addBias(w.s, kBlockK, Mb + j0 * msK, msT, msK, rows, cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
+          w.limit[r] = n < 0 ? 0 : n > cols ? cols : n;
+        }
+        weightsTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l);
+        /* dv_j += p^T do;  dp = do v_j^T */
+        if (dv > 0) {
+          if (!sgemm('T', 'N', cols, dv, rows, 1.0f, w.s, kBlockK, dom, lddo, 1.0f,
+                     w.dv + j0 * dv, dv) ||
+              !sgemm('N', 'T', rows, cols, dv, 1.0f, dom, lddo, vm, ldv, 0.0f, w.dp, kBlockK))
+            failed = 1;
+        } else {
+          for (int64_t r = 0; r < rows; ++r)
+            memset(w.dp + r * kBlockK, 0, (size_t)cols * sizeof(float));
+        }
+        scoreGradTile(w.s, w.dp, kBlockK, rows, cols, w.delta);
+        /* dq += scale ds k_j;  dk_j += scale ds^T q */
+        if (d > 0 &&
+            (!sgemm('N', 'N', rows, d, cols, scale, w.dp, kBlockK, km, ldk, first ? 0.0f : 1.0f,
+                    w.dq, d) ||
+             !sgemm('T', 'N', cols, d, rows, scale, w.dp, kBlockK, qm, ldq, 1.0f, w.dk + j0 * d,
+                    d)))
+          failed = 1;
+        first = 0;
+      }
+      float *DQb = DQ + b * dqsB + h * dqsH + i0 * dqsT;
+      for (int64_t r = 0; r < rows; ++r) {
+        int none = !(w.l[r] > 0.0f);
+        for (int64_t c = 0; c < d; ++c)
+          DQb[r * dqsT + c * dqsD] = none ? (zeroMaskedRows ? 0.0f : NAN)
+                                          : first ? 0.0f : w.dq[r * d + c];
+      }
+    }
+    float *DKb = DK + b * dksB + h * dksH;
+    float *DVb = DV + b * dvsB + h * dvsH;
+    for (int64_t j = 0; j < tk; ++j) {
+      for (int64_t c = 0; c < d; ++c)
+        DKb[j * dksT + c * dksD] = nanHead ? NAN : w.dk[j * d + c];
+      for (int64_t c = 0; c < dv; ++c)
+        DVb[j * dvsT + c * dvsD] = nanHead ? NAN : w.dv[j * dv + c];
+    }
+  }
+  }
+  _mlir_memref_to_llvm_free(scratch);
+  if (failed)
+    rewire_kernel_failed("internal error: oneDNN's sgemm failed inside the fused attention "
+                         "backward kernel; please report it with the model");
+}

@@ -862,6 +862,38 @@ def NN_AttentionOp : NN_InferOp<"attention"> {
       "$q `,` $k `,` $v (`bias` `(` $bias^ `)`)? attr-dict `:` functional-type(operands, results)";
 }
 
+def NN_AttentionGradOp : NN_InferOp<"attention_grad"> {
+  let summary = "the vector-Jacobian product of nn.attention";
+  let description = [{
+    The gradients `dq`, `dk`, `dv` of `out = nn.attention(q, k, v, bias)`
+    (same attributes, same meaning) given the forward result `out` and its
+    adjoint `dout : [B, H, Tq, Dv]`, with `p` the attention weights:
+    `dv = p^T . dout`, `dp = dout . v^T`,
+    `ds = p * (dp - rowsum(dout * out))`, `dq = scale * ds . k`,
+    `dk = scale * ds^T . q`. The weights are computed again from `q` and `k`
+    (nothing of the forward but `out` is kept), so training does not hold a
+    `[Tq, Tk]` tensor per layer. The bias gets no gradient: rewire-autodiff
+    builds this op only where the bias does not depend on a differentiated
+    value. Under `zero_masked_rows` a row with no key to attend (its weights
+    set to 0) passes no gradient; without it such a row's NaN reaches `dq`,
+    `dk` and `dv` as it does through the expanded softmax. Lowering expands it or
+    calls the CPU runtime's fused backward kernel.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %do {causal, scale = 0.25 : f32} : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k, NN_FloatTensor:$v,
+                       NN_FloatTensor:$out, NN_FloatTensor:$dout,
+                       Optional<NN_FloatTensor>:$bias,
+                       UnitAttr:$causal, UnitAttr:$zero_masked_rows,
+                       OptionalAttr<F32Attr>:$scale);
+  let results = (outs NN_FloatTensor:$dq, NN_FloatTensor:$dk, NN_FloatTensor:$dv);
+  let assemblyFormat =
+      "$q `,` $k `,` $v `,` $out `,` $dout (`bias` `(` $bias^ `)`)? attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Import
 //===----------------------------------------------------------------------===//

@@ -696,20 +696,19 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                         types);
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  Failer fail{loc, getOperationName()};
-  Shape q = toShape(adaptor.getQ().getType());
-  Shape k = toShape(adaptor.getK().getType());
-  Shape v = toShape(adaptor.getV().getType());
-  Type elt = elementType(adaptor.getQ().getType());
+/// The operands of nn.attention and nn.attention_grad: q, k, v of
+/// [B, H, T, D] with one element type, a bias broadcasting to the scores,
+/// a positive finite scale. Sets the result shape [B, H, Tq, Dv].
+static LogicalResult checkAttention(const Failer &fail, Value qv, Value kv, Value vv, Value bias,
+                                    std::optional<APFloat> scale, Shape &out, Type &elt) {
+  Shape q = toShape(qv.getType());
+  Shape k = toShape(kv.getType());
+  Shape v = toShape(vv.getType());
+  elt = elementType(qv.getType());
   if (q.size() != 4 || k.size() != 4 || v.size() != 4)
     return fail("'q', 'k' and 'v' must be [B, H, T, D], got {0}, {1} and {2}",
                 shapeStr(q), shapeStr(k), shapeStr(v));
-  if (elementType(adaptor.getK().getType()) != elt ||
-      elementType(adaptor.getV().getType()) != elt)
+  if (elementType(kv.getType()) != elt || elementType(vv.getType()) != elt)
     return fail("'q', 'k' and 'v' must share an element type");
   for (int i = 0; i < 2; ++i)
     if (!dimsAgree(q[i], k[i]) || !dimsAgree(k[i], v[i]))
@@ -721,7 +720,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (!dimsAgree(k[2], v[2]))
     return fail("'k' and 'v' must have the same length, got {0} and {1}",
                 dimStr(k[2]), dimStr(v[2]));
-  if (Value bias = adaptor.getBias()) {
+  if (bias) {
     Shape m = toShape(bias.getType());
     if (elementType(bias.getType()) != elt)
       return fail("'bias' must have the element type of 'q'");
@@ -735,10 +734,45 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
       return fail("'bias' {0} does not broadcast to the scores [B, H, Tq, Tk] = {1}",
                   shapeStr(m), shapeStr(scores));
   }
-  if (auto s = adaptor.getScale();
-      s && !(s->convertToDouble() > 0.0 && std::isfinite(s->convertToDouble())))
-    return fail("'scale' must be positive and finite, got {0}",
-                s->convertToDouble());
-  types.push_back(tensorOf({q[0], q[1], q[2], v[3]}, elt));
+  if (scale && !(scale->convertToDouble() > 0.0 && std::isfinite(scale->convertToDouble())))
+    return fail("'scale' must be positive and finite, got {0}", scale->convertToDouble());
+  out = {q[0], q[1], q[2], v[3]};
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Shape out;
+  Type elt;
+  if (failed(checkAttention(Failer{loc, getOperationName()}, adaptor.getQ(), adaptor.getK(),
+                            adaptor.getV(), adaptor.getBias(), adaptor.getScale(), out, elt)))
+    return failure();
+  types.push_back(tensorOf(out, elt));
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Failer fail{loc, getOperationName()};
+  Shape out;
+  Type elt;
+  if (failed(checkAttention(fail, adaptor.getQ(), adaptor.getK(), adaptor.getV(),
+                            adaptor.getBias(), adaptor.getScale(), out, elt)))
+    return failure();
+  for (auto [name, value] : {std::pair("out", adaptor.getOut()), std::pair("dout", adaptor.getDout())}) {
+    Shape got = toShape(value.getType());
+    bool agree = got.size() == 4 && elementType(value.getType()) == elt;
+    for (size_t i = 0; agree && i < 4; ++i)
+      agree = dimsAgree(got[i], out[i]);
+    if (!agree)
+      return fail("'{0}' must be the attention's result [B, H, Tq, Dv] = {1} of the operands' "
+                  "element type, got {2}", name, shapeStr(out), shapeStr(got));
+  }
+  for (Value v : {adaptor.getQ(), adaptor.getK(), adaptor.getV()})
+    types.push_back(v.getType());
   return success();
 }

@@ -3,9 +3,12 @@
 // Vector-Jacobian products of the nn ops, built from nn ops (so backward IR
 // lowers, fuses and exports like forward IR). Broadcast operands get their
 // gradient summed back to their shape (sumToShape). Convolution, pooling and
-// batch normalization are in NNConvRules.cpp. Ops without a rule
-// (attention, scatter_add) make rewire-autodiff stop with an error naming
-// the op.
+// batch normalization are in NNConvRules.cpp. nn.attention's rule is
+// nn.attention_grad (weights computed again, no [Tq, Tk] tensor kept); a
+// bias gets its gradient from the attention expanded in nn ops, which is
+// dead, and erased, when the bias depends on no differentiated value. Ops
+// without a rule (scatter_add) make rewire-autodiff stop with an error
+// naming the op.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/ReverseMode.h"
@@ -167,12 +170,29 @@ RULE(GeluRule, nn::GeluOp)
   out.push_back(mul(b, g[0], d));
 END_RULE
 
+/// `x : [..., R, C]` (static) as the matrix [prod(...) x R, C].
+Value rowsOf(ImplicitLocOpBuilder &b, Value x) {
+  auto t = typeOf(x);
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < t.getRank(); ++i)
+    rows *= t.getDimSize(i);
+  return nn::ReshapeOp::create(
+      b, RankedTensorType::get({rows, t.getDimSize(t.getRank() - 1)}, t.getElementType()), x);
+}
+
 RULE(MatMulRule, nn::MatMulOp)
   Value lhs = op.getLhs(), rhs = op.getRhs();
   if (typeOf(lhs).getRank() < 2 || typeOf(rhs).getRank() < 2)
     return raw->emitError("rewire-autodiff: nn.matmul of a vector is not differentiated yet");
   out.push_back(sumToShape(b, nn::MatMulOp::create(b, g[0], transposeLast(b, rhs)), typeOf(lhs)));
-  out.push_back(sumToShape(b, nn::MatMulOp::create(b, transposeLast(b, lhs), g[0]), typeOf(rhs)));
+  if (typeOf(rhs).getRank() == 2 && typeOf(lhs).getRank() > 2 && typeOf(lhs).hasStaticShape() &&
+      typeOf(g[0]).hasStaticShape()) {
+    // A weight shared by the batch: x^T . g over all rows at once (one
+    // [K, rows] . [rows, N] product) instead of a product per batch summed.
+    out.push_back(nn::MatMulOp::create(b, transposeLast(b, rowsOf(b, lhs)), rowsOf(b, g[0])));
+  } else {
+    out.push_back(sumToShape(b, nn::MatMulOp::create(b, transposeLast(b, lhs), g[0]), typeOf(rhs)));
+  }
 END_RULE
 
 RULE(GemmRule, nn::GemmOp)
@@ -188,6 +208,56 @@ RULE(GemmRule, nn::GemmOp)
   if (op.getC())
     out.push_back(sumToShape(b, mul(b, g[0], num(b, g[0], op.getBeta().convertToDouble())),
                              typeOf(op.getC())));
+END_RULE
+
+/// The gradient of nn.attention's bias: ds = p * (dp - rowsum(g * out))
+/// with the weights p expanded in nn ops, summed to the bias's shape.
+FailureOr<Value> attentionBiasAdjoint(ImplicitLocOpBuilder &b, nn::AttentionOp op, Value g,
+                                      double scale) {
+  Value q = op.getQ(), k = op.getK(), bias = op.getBias();
+  auto qt = typeOf(q), kt = typeOf(k);
+  Value s = mul(b, nn::MatMulOp::create(b, q, transposeLast(b, k)), num(b, q, scale));
+  s = add(b, s, bias);
+  auto st = typeOf(s);
+  if (op.getCausal()) {
+    if (!qt.hasStaticShape() || !kt.hasStaticShape())
+      return op.emitError("rewire-autodiff: the bias gradient of a causal nn.attention needs "
+                          "static shapes");
+    int64_t tq = qt.getDimSize(2), tk = kt.getDimSize(2);
+    SmallVector<bool> kept;
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = 0; j < tk; ++j)
+        kept.push_back(j <= i + tk - tq);
+    auto maskType = RankedTensorType::get({tq, tk}, b.getI1Type());
+    Value mask = nn::ConstantOp::create(b, maskType, DenseElementsAttr::get(maskType, kept));
+    s = nn::WhereOp::create(b, mask, s, num(b, s, -INFINITY));
+  }
+  Value p = nn::SoftmaxOp::create(b, st, s, b.getI64IntegerAttr(-1));
+  if (op.getZeroMaskedRows()) {
+    Value nan = nn::CompareOp::create(b, b.getAttr<nn::ComparePredicateAttr>(nn::ComparePredicate::ne),
+                                      p, p);
+    p = nn::WhereOp::create(b, nan, num(b, p, 0.0), p);
+  }
+  Value dp = nn::MatMulOp::create(b, g, transposeLast(b, op.getV()));
+  Value delta = sumKeep(b, mul(b, g, op.getResult()), {3});
+  return sumToShape(b, mul(b, p, sub(b, dp, delta)), typeOf(bias));
+}
+
+RULE(AttentionRule, nn::AttentionOp)
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                               : 1.0 / std::sqrt(static_cast<double>(typeOf(op.getQ()).getDimSize(3)));
+  auto grad = nn::AttentionGradOp::create(b, op.getQ(), op.getK(), op.getV(), op.getResult(), g[0],
+                                          op.getBias(), op.getCausalAttr(),
+                                          op.getZeroMaskedRowsAttr(), op.getScaleAttr());
+  out.push_back(grad.getDq());
+  out.push_back(grad.getDk());
+  out.push_back(grad.getDv());
+  if (op.getBias()) {
+    FailureOr<Value> db = attentionBiasAdjoint(b, op, g[0], scale);
+    if (failed(db))
+      return failure();
+    out.push_back(*db);
+  }
 END_RULE
 
 RULE(SoftmaxRule, nn::SoftmaxOp)
@@ -598,6 +668,7 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::StopGradientOp::attachInterface<StopGradientRule>(*ctx);
     nn::MaxOp::attachInterface<MaxRule>(*ctx);
     nn::CumSumOp::attachInterface<CumSumRule>(*ctx);
+    nn::AttentionOp::attachInterface<AttentionRule>(*ctx);
     nn::MinOp::attachInterface<MinRule>(*ctx);
     nn::AbsOp::attachInterface<AbsRule>(*ctx);
     nn::LogOp::attachInterface<LogRule>(*ctx);

@@ -293,7 +293,7 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
       return e;
   }
   ModuleInfo info;
-  if (!job.train.empty() && failed(addTrainingSteps(m, job.train, info)))
+  if (!job.train.empty() && failed(addTrainingSteps(m, job.train, job.options, info)))
     return compileError(Failure::unsupported);
   stage("residual rewrite and train step");
   if (job.emit == Stage::residual)

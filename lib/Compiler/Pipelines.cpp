@@ -141,9 +141,10 @@ void rewire::compiler::buildGpuPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOneShotBufferizePass(
       bufferizeOptions(bufferization::LayoutMapOption::InferLayoutMap)));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  // Kernels return fresh buffers, copied into the out-params:
+  // rewire-kernels-to-gpu keeps a kernel's intermediates (its allocs) in
+  // registers and stores only what is copied out (no hoisting here).
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(rewire::createKernelsToGPU());
   pm.addPass(createCanonicalizerPass());

@@ -190,6 +190,7 @@ LogicalResult rewire::compiler::instrumentResidualStreams(ModuleOp module) {
 }
 
 LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec,
+                                                 const CompileOptions &compileOptions,
                                                  ModuleInfo &info) {
   collectParameterSources(module, info);
   FailureOr<std::string> options =
@@ -201,6 +202,10 @@ LogicalResult rewire::compiler::addTrainingSteps(ModuleOp module, StringRef spec
     return failure();
   return runPipeline(module, [&](OpPassManager &pm) {
     pm.addPass(rewire::createParametersToArguments());
+    // Formed before differentiation, the attention's weights are never a
+    // value the backward reads (the chain would not fuse after it).
+    if (compileOptions.fusedAttention && !compileOptions.cuda)
+      pm.nest<func::FuncOp>().addPass(rewire::createFuseAttention());
     pm.addPass(std::move(step));
   });
 }

@@ -316,8 +316,10 @@ def FuseAttention : Pass<"nn-fuse-attention", "::mlir::func::FuncOp"> {
       permutation), the dynamo exporter's reshape to `[B*H, Tk, D]` ->
       transpose -> reshape, or anything else (transposed back).
     Every op of the chain but the last must have no other use (the softmax
-    is then not needed by a backward pass, so training graphs keep their
-    ops). rewire-compile runs it for CPU targets (`--fused-attention`).
+    is then not needed by a backward pass, so an already differentiated
+    graph keeps its ops). rewire-compile runs it for CPU targets
+    (`--fused-attention`), for a train step before differentiation, so the
+    step's backward is `nn.attention_grad` (nn.attention's reverse rule).
 
     ```mlir
     %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : ...

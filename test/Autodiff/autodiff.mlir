@@ -24,11 +24,30 @@ func.func @forward(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {nn.parameter = "w"}
 
 // -----
 
-// An op without a reverse rule on the path to the loss is named.
-func.func @forward(%q: tensor<1x1x4x8xf32> {nn.parameter = "q"}, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<f32> {
-  // expected-error @+1 {{rewire-autodiff: no reverse rule for 'nn.attention' (the loss depends on it)}}
-  %y = nn.attention %q, %k, %v : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
-  %l = nn.reduce_sum %y {axes = array<i64>, keepdims = false} : (tensor<1x1x4x8xf32>) -> tensor<f32>
+// An op without a reverse rule on the path to the loss is named (a
+// backward op: no second derivatives).
+func.func @forward(%q: tensor<1x1x4x8xf32> {nn.parameter = "q"}, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>,
+                   %o: tensor<1x1x4x8xf32>, %g: tensor<1x1x4x8xf32>) -> tensor<f32> {
+  // expected-error @+1 {{rewire-autodiff: no reverse rule for 'nn.attention_grad' (the loss depends on it)}}
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %g : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>)
+  %l = nn.reduce_sum %dq {axes = array<i64>, keepdims = false} : (tensor<1x1x4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Attention's rule is nn.attention_grad (weights computed again, from q, k,
+// the forward's output and its adjoint); a bias gets its gradient from the
+// expanded weights (its softmax), built only when the bias is varied.
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = nn.attention_grad %arg0, %arg1, %arg2, %{{.*}}, %{{.*}} bias(%arg3) {causal, scale = 5.000000e-01 : f32}
+// CHECK: nn.softmax
+// CHECK: return %{{.*}}, %[[DQ]], %[[DK]], %[[DV]], %{{.*}} :
+// FROZEN-LABEL: func.func @forward_grad(
+func.func @forward(%q: tensor<1x2x4x8xf32> {nn.parameter = "q"}, %k: tensor<1x2x4x8xf32> {nn.parameter = "k"},
+                   %v: tensor<1x2x4x8xf32> {nn.parameter = "v"}, %m: tensor<4x4xf32> {nn.parameter = "m"}) -> tensor<f32> {
+  %y = nn.attention %q, %k, %v bias(%m) {causal, scale = 0.5 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xf32>) -> tensor<1x2x4x8xf32>
+  %l = nn.reduce_sum %y {axes = array<i64>, keepdims = false} : (tensor<1x2x4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

@@ -73,3 +73,25 @@ func.func @left(%q: tensor<?x1x4x4xf32>, %h: tensor<1x1x4x4xf16>) -> (tensor<?x1
   return %a, %b : tensor<?x1x4x4xf32>, tensor<1x1x4x4xf16>
 }
 // CHECK-NOT: func.func private @rewire_attention
+
+// -----
+
+// nn.attention_grad calls the backward kernel: q, k, v, the bias (none:
+// six zeros), o and do read in place, dq, dk, dv fresh buffers, then the
+// same sizes, flags and scale.
+// CHECK-LABEL: func.func @backward
+func.func @backward(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>,
+                    %o: tensor<1x2x3x4xf32>, %g: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32>) {
+  // CHECK-DAG: %[[OB:.*]] = bufferization.to_buffer %arg3 read_only
+  // CHECK-DAG: %[[GB:.*]] = bufferization.to_buffer %arg4 read_only
+  // CHECK-DAG: %[[DQ:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x3x8xf32>
+  // CHECK-DAG: %[[DK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x5x8xf32>
+  // CHECK-DAG: %[[DV:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x5x4xf32>
+  // CHECK: call @rewire_attention_backward(
+  // CHECK-DAG: bufferization.to_tensor %[[DQ]] restrict writable
+  // CHECK-DAG: bufferization.to_tensor %[[DK]] restrict writable
+  // CHECK-DAG: bufferization.to_tensor %[[DV]] restrict writable
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %g {causal} : (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32>)
+  return %dq, %dk, %dv : tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32>
+}
+// CHECK: func.func private @rewire_attention_backward(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32)

@@ -20,14 +20,13 @@ func.func @matmul(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32
 
 // -----
 
-// A batched generic with a transposed right operand (attention's Q K^T) and
-// a broadcast batch dimension: a loop over the batch, transB = 1, beta = 1
-// (no fill before it).
+// A batched generic with a transposed right operand (attention's Q K^T):
+// a loop over the batch, transB = 1, beta = 1 (no fill before it).
 #lhs = affine_map<(b, m, n, k) -> (b, m, k)>
-#rhs = affine_map<(b, m, n, k) -> (0, n, k)>
+#rhs = affine_map<(b, m, n, k) -> (b, n, k)>
 #out = affine_map<(b, m, n, k) -> (b, m, n)>
 // CHECK-LABEL: func.func @batched
-func.func @batched(%q: memref<3x8x16xf32>, %k: memref<1x8x16xf32>, %s: memref<3x8x8xf32>) {
+func.func @batched(%q: memref<3x8x16xf32>, %k: memref<3x8x16xf32>, %s: memref<3x8x8xf32>) {
   // CHECK-DAG: %[[ONE_F:.*]] = arith.constant 1.000000e+00 : f32
   // CHECK-DAG: %[[T:.*]] = arith.constant 1 : index
   // CHECK-DAG: %[[N:.*]] = arith.constant 0 : index
@@ -36,9 +35,57 @@ func.func @batched(%q: memref<3x8x16xf32>, %k: memref<1x8x16xf32>, %s: memref<3x
   // CHECK: call @rewire_sgemm(%[[N]], %[[T]], {{.*}}, %[[ONE_F]])
   linalg.generic {indexing_maps = [#lhs, #rhs, #out],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-      ins(%q, %k : memref<3x8x16xf32>, memref<1x8x16xf32>) outs(%s : memref<3x8x8xf32>) {
+      ins(%q, %k : memref<3x8x16xf32>, memref<3x8x16xf32>) outs(%s : memref<3x8x8xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// The right operand broadcast over the batch (a weight) and dense left and
+// result operands: the batch stacks into the rows, one call with
+// M = 3 x 8 = 24 and no loop.
+#lhs = affine_map<(b, m, n, k) -> (b, m, k)>
+#rhs = affine_map<(b, m, n, k) -> (0, n, k)>
+#out = affine_map<(b, m, n, k) -> (b, m, n)>
+// CHECK-LABEL: func.func @stacked
+func.func @stacked(%x: memref<3x8x16xf32>, %w: memref<1x8x16xf32>, %y: memref<3x8x8xf32>) {
+  // CHECK-DAG: %[[T:.*]] = arith.constant 1 : index
+  // CHECK-DAG: %[[N:.*]] = arith.constant 0 : index
+  // CHECK-DAG: %[[M:.*]] = arith.constant 24 : index
+  // CHECK-NOT: scf.for
+  // CHECK: call @rewire_sgemm(%[[N]], %[[T]], %[[M]],
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<3x8x16xf32>, memref<1x8x16xf32>) outs(%y : memref<3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Rows that do not stack (the left operand a strided view, its batch
+// stride not 8 rows): one call per batch.
+#lhs = affine_map<(b, m, n, k) -> (b, m, k)>
+#rhs = affine_map<(b, m, n, k) -> (k, n)>
+#out = affine_map<(b, m, n, k) -> (b, m, n)>
+// CHECK-LABEL: func.func @not_stacked
+func.func @not_stacked(%x: memref<3x8x16xf32, strided<[256, 16, 1]>>, %w: memref<16x8xf32>, %y: memref<3x8x8xf32>) {
+  // CHECK: scf.for
+  // CHECK: call @rewire_sgemm
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<3x8x16xf32, strided<[256, 16, 1]>>, memref<16x8xf32>) outs(%y : memref<3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
     %r = arith.addf %acc, %p : f32
     linalg.yield %r : f32
   }

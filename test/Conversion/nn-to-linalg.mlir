@@ -65,6 +65,36 @@ func.func @attention(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tenso
 
 // -----
 
+// Attention's gradient: the weights computed again (scores contraction,
+// causal select, softmax), then the four products, each reading its
+// transposed operand through its map (no transposed copy once the dead
+// transposes are canonicalized away), no nn op left.
+// CHECK-LABEL: func.func @attention_grad
+// CHECK: linalg.index 3
+// CHECK-COUNT-4: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK-NOT: nn.
+// CHECK: return
+func.func @attention_grad(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tensor<1x2x5x3xf32>, %o: tensor<1x2x3x3xf32>, %g: tensor<1x2x3x3xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>) {
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %g {causal} : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>)
+  return %dq, %dk, %dv : tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>
+}
+
+// -----
+
+// A product of a transposed operand (a reverse rule's x^T . g) reads x
+// through a swapped map (BLAS takes it as transA); the transpose, now
+// dead, goes at the next canonicalization.
+// CHECK-DAG: #[[XT:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-LABEL: func.func @matmul_transposed
+// CHECK: linalg.generic {indexing_maps = [#[[XT]], {{.*}}]{{.*}} ins(%arg0, %arg1
+func.func @matmul_transposed(%x: tensor<4x8xf32>, %y: tensor<4x6xf32>) -> tensor<8x6xf32> {
+  %t = nn.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %0 = nn.matmul %t, %y : (tensor<8x4xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+  return %0 : tensor<8x6xf32>
+}
+
+// -----
+
 // ONNX's unsigned types become signless at the function boundary; the ops
 // whose result depends on signedness use arith's unsigned forms.
 // CHECK-LABEL: func.func @unsigned

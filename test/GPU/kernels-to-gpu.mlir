@@ -1,5 +1,5 @@
 // rewire-kernels-to-gpu: launch geometry and the shape of each kernel.
-// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg{scatter-as-reduction},convert-residual-to-linalg,canonicalize,rewire-fuse-elementwise,canonicalize),rewire-outline-kernels,canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=infer-layout-map},buffer-results-to-out-params{hoist-static-allocs},canonicalize,rewire-kernels-to-gpu,canonicalize)" | FileCheck %s
+// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-nn-to-linalg{scatter-as-reduction},convert-residual-to-linalg,canonicalize,rewire-fuse-elementwise,canonicalize),rewire-outline-kernels,canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=infer-layout-map},buffer-results-to-out-params,canonicalize,rewire-kernels-to-gpu,canonicalize)" | FileCheck %s
 
 // Narrow rows: a warp per row, 8 rows per block (15 rows: 2 blocks, the
 // last row-guarded), 16-byte vectors, warp reductions as xor shuffles.

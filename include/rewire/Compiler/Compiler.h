@@ -174,9 +174,12 @@ void collectParameterSources(mlir::ModuleOp module, ModuleInfo &info);
 
 /// Adds eval_step and train_step (rewire-train-step) for
 /// `OPTIMIZER[:option=value,...]`, e.g. `adamw:weight-decay=0.01`; frozen
-/// parameter prefixes are joined with '+' (`frozen=wte+wpe`).
+/// parameter prefixes are joined with '+' (`frozen=wte+wpe`). For the CPU
+/// with `options.fusedAttention`, attention is formed (nn-fuse-attention)
+/// before differentiation, so the step runs the fused kernels forward and
+/// backward (nn.attention's reverse rule is nn.attention_grad).
 mlir::LogicalResult addTrainingSteps(mlir::ModuleOp module, llvm::StringRef spec,
-                                     ModuleInfo &info);
+                                     const CompileOptions &options, ModuleInfo &info);
 
 /// Runs residual-detect and residual-rewrite for `spec` (see CompileOptions).
 /// Fails with an error saying why when the model has no residual stream to

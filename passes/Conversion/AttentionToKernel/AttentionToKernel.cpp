@@ -9,7 +9,11 @@
 // with the pointers aligned bases and offsets and strides in elements. The
 // bias is described as [B, H, Tq, Tk] with stride 0 along the dimensions it
 // broadcasts; without one its pointer, offset and strides are 0. `flags`:
-// bit 0 causal, bit 1 zero_masked_rows.
+// bit 0 causal, bit 1 zero_masked_rows. nn.attention_grad calls
+// `rewire_attention_backward` the same way, with o (the forward's output),
+// do (its adjoint), dq, dk and dv inserted after the bias:
+//   (q.., k.., v.., bias.., o.., do.., dq.., dk.., dv.., B, H, Tq, Tk, D, Dv,
+//    flags, threads, scale)
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/LinalgBuilders.h"
@@ -30,21 +34,22 @@ using namespace rewire;
 namespace {
 
 constexpr const char *kAttention = "rewire_attention";
+constexpr const char *kAttentionBackward = "rewire_attention_backward";
 
 struct AttentionToKernelPass : rewire::impl::AttentionToKernelBase<AttentionToKernelPass> {
   using AttentionToKernelBase::AttentionToKernelBase;
   void runOnOperation() override;
 };
 
-/// Whether the kernel takes `op`: static rank-4 f32 operands, a static
-/// f32 bias of rank <= 4.
-bool supported(nn::AttentionOp op) {
-  for (Value v : {op.getQ(), op.getK(), op.getV(), op.getResult()}) {
+/// Whether the kernels take these operands and results: static rank-4 f32
+/// tensors, a static f32 bias of rank <= 4.
+bool supported(ValueRange tensors, Value bias) {
+  for (Value v : tensors) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || !t.hasStaticShape() || t.getRank() != 4 || !t.getElementType().isF32())
       return false;
   }
-  if (Value bias = op.getBias()) {
+  if (bias) {
     auto t = dyn_cast<RankedTensorType>(bias.getType());
     if (!t || !t.hasStaticShape() || t.getRank() > 4 || !t.getElementType().isF32())
       return false;
@@ -61,17 +66,19 @@ Value readBuffer(OpBuilder &b, Location loc, Value t) {
   return bufferization::ToBufferOp::create(b, loc, memrefType, t, /*readOnly=*/true);
 }
 
-void rewrite(nn::AttentionOp op, func::FuncOp callee, int64_t threads) {
+/// The call of one of the kernels for an attention op: q, k, v, the bias,
+/// `extraInputs` read in place, one fresh buffer per type of `results`
+/// (which replace the op's results), then the sizes, flags and scale.
+template <typename Op>
+void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto qt = cast<RankedTensorType>(op.getQ().getType());
   auto kt = cast<RankedTensorType>(op.getK().getType());
-  auto type = cast<RankedTensorType>(op.getType());
+  auto vt = cast<RankedTensorType>(op.getV().getType());
   double scale = op.getScale() ? op.getScale()->convertToDouble()
                                : 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
 
-  auto out = memref::AllocOp::create(b, loc, MemRefType::get(type.getShape(), type.getElementType()),
-                                     b.getI64IntegerAttr(64));
   SmallVector<Value> args;
   auto pass = [&](Value buffer) {
     rewire::BufferView view = rewire::describeBuffer(b, loc, buffer);
@@ -96,34 +103,60 @@ void rewrite(nn::AttentionOp op, func::FuncOp callee, int64_t threads) {
   } else {
     args.append(6, zero);
   }
-  pass(out);
+  for (Value in : extraInputs)
+    pass(readBuffer(b, loc, in));
+  SmallVector<Value> outs;
+  for (Value r : op->getResults()) {
+    auto type = cast<RankedTensorType>(r.getType());
+    outs.push_back(memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()), b.getI64IntegerAttr(64)));
+    pass(outs.back());
+  }
   for (int64_t n : {qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2), kt.getDimSize(2),
-                    qt.getDimSize(3), type.getDimSize(3),
+                    qt.getDimSize(3), vt.getDimSize(3),
                     int64_t(op.getCausal()) | int64_t(op.getZeroMaskedRows()) << 1, threads})
     args.push_back(arith::ConstantIndexOp::create(b, loc, n));
   args.push_back(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(scale)));
   func::CallOp::create(b, loc, callee, args);
-  Value result = bufferization::ToTensorOp::create(b, loc, type, out, /*restrict=*/true,
-                                                   /*writable=*/true);
-  op.replaceAllUsesWith(result);
+  for (auto [r, buffer] : llvm::zip(op->getResults(), outs))
+    r.replaceAllUsesWith(bufferization::ToTensorOp::create(b, loc, r.getType(), buffer,
+                                                           /*restrict=*/true, /*writable=*/true)
+                             .getResult());
   op.erase();
+}
+
+/// The kernel's declaration: `buffers` buffer descriptions (pointer,
+/// offset, four strides), 8 sizes and flags, the f32 scale.
+func::FuncOp declare(ModuleOp module, StringRef name, int buffers) {
+  Builder b(module.getContext());
+  SmallVector<Type> args(6 * buffers + 8, b.getIndexType());
+  args.push_back(b.getF32Type());
+  return rewire::declareRuntimeFunction(module, name, args);
 }
 
 void AttentionToKernelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  SmallVector<nn::AttentionOp> ops;
-  module.walk([&](nn::AttentionOp op) {
-    if (supported(op))
-      ops.push_back(op);
+  SmallVector<nn::AttentionOp> forward;
+  SmallVector<nn::AttentionGradOp> backward;
+  module.walk([&](Operation *op) {
+    if (auto a = dyn_cast<nn::AttentionOp>(op)) {
+      if (supported({a.getQ(), a.getK(), a.getV(), a.getResult()}, a.getBias()))
+        forward.push_back(a);
+    } else if (auto g = dyn_cast<nn::AttentionGradOp>(op)) {
+      if (supported({g.getQ(), g.getK(), g.getV(), g.getOut(), g.getDout()}, g.getBias()))
+        backward.push_back(g);
+    }
   });
-  if (ops.empty())
-    return;
-  Builder b(module.getContext());
-  SmallVector<Type> args(38, b.getIndexType());
-  args.push_back(b.getF32Type());
-  func::FuncOp callee = rewire::declareRuntimeFunction(module, kAttention, args);
-  for (nn::AttentionOp op : ops)
-    rewrite(op, callee, threads);
+  if (!forward.empty()) {
+    func::FuncOp callee = declare(module, kAttention, 5);
+    for (nn::AttentionOp op : forward)
+      rewrite(op, {}, callee, threads);
+  }
+  if (!backward.empty()) {
+    func::FuncOp callee = declare(module, kAttentionBackward, 9);
+    for (nn::AttentionGradOp op : backward)
+      rewrite(op, {op.getOut(), op.getDout()}, callee, threads);
+  }
 }
 
 } // namespace

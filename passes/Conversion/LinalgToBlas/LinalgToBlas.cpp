@@ -68,6 +68,28 @@ bool planOperand(AffineMap map, MemRefType type, unsigned row, unsigned col,
   return true;
 }
 
+/// Whether `type`'s batch dimensions (read as `plan` says, none broadcast,
+/// in the order of `batchDims`) continue its rows: static strides with
+/// stride(batch i) = size(i + 1) x stride(i + 1) down to the row dimension,
+/// so [batch..., M, K] is the matrix [batch x M, K] with the same leading
+/// dimension.
+bool rowsStack(MemRefType type, const OperandPlan &plan, ArrayRef<unsigned> batchDims) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  int64_t rank = type.getRank();
+  if (!type.hasStaticShape() || failed(type.getStridesAndOffset(strides, offset)) ||
+      plan.batchLoops.size() != batchDims.size())
+    return false;
+  for (auto [i, d] : llvm::enumerate(plan.batchLoops))
+    if (d != static_cast<int64_t>(batchDims[i]))
+      return false;
+  for (int64_t i = rank - 3; i >= 0; --i)
+    if (ShapedType::isDynamic(strides[i]) || ShapedType::isDynamic(strides[i + 1]) ||
+        strides[i] != type.getDimSize(i + 1) * strides[i + 1])
+      return false;
+  return true;
+}
+
 /// Below this many FLOPs a GEMM repeated `kManyCalls` times or more is left
 /// to the loop pipeline (a 32 x 32 x 16 product).
 constexpr int64_t kTinyGemmFlops = 32768;
@@ -138,6 +160,14 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
     prev = nullptr;
   }
 
+  // Batch dimensions that only stack rows: with B the same matrix for
+  // every batch (a weight) and A, C dense across their batch dimensions,
+  // the batch is one product with M' = batch x M (one call, a better
+  // shape: [4, 128, 256] . [256, 1024] is a 512 x 256 x 1024 GEMM).
+  bool stackRows = !batchDims.empty() && !pa.transposed &&
+                   llvm::all_of(pb.batchLoops, [](int64_t d) { return d < 0; }) &&
+                   rowsStack(at, pa, batchDims) && rowsStack(ct, pc, batchDims);
+
   OpBuilder bld(op);
   Location loc = op.getLoc();
   rewire::BufferView ma = rewire::describeBuffer(bld, loc, a),
@@ -146,6 +176,14 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
   Value zero = arith::ConstantIndexOp::create(bld, loc, 0);
   Value one = arith::ConstantIndexOp::create(bld, loc, 1);
 
+  Value mSize = mc.sizes[rank - 2], nSize = mc.sizes[rank - 1];
+  if (stackRows) {
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      mSize = arith::MulIOp::create(bld, loc, mSize, mc.sizes[i]);
+    pa.batchLoops.assign(pa.batchLoops.size(), -1);
+    pc.batchLoops.assign(pc.batchLoops.size(), -1);
+    batchDims.clear();
+  }
   // One scf.for per batch dimension of C; ivs indexed by loop dimension.
   DenseMap<unsigned, Value> ivs;
   OpBuilder::InsertionGuard guard(bld);
@@ -165,7 +203,6 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
     return off;
   };
   auto lead = [](const rewire::BufferView &mt) { return mt.strides[mt.strides.size() - 2]; };
-  Value mSize = mc.sizes[rank - 2], nSize = mc.sizes[rank - 1];
   Value kSize = pa.transposed ? ma.sizes[ma.sizes.size() - 2] : ma.sizes.back();
   Value ta = arith::ConstantIndexOp::create(bld, loc, pa.transposed);
   Value tb = arith::ConstantIndexOp::create(bld, loc, pb.transposed);

@@ -353,7 +353,25 @@ struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
     MLIRContext *ctx = op.getContext();
     int64_t r = type.getRank(); // batch dims + m + n; loops add k
     int64_t loops = r + 1;
-    auto operandMap = [&](RankedTensorType t, bool isLhs) {
+    // An operand transposed in its last two dimensions (the reverse rules'
+    // x^T) is read through a swapped map instead: no transposed copy, and
+    // BLAS takes it as transA / transB.
+    auto untransposed = [](Value v, bool &swapped) -> Value {
+      swapped = false;
+      auto t = v.getDefiningOp<linalg::TransposeOp>();
+      if (!t)
+        return v;
+      ArrayRef<int64_t> perm = t.getPermutation();
+      int64_t n = static_cast<int64_t>(perm.size());
+      for (int64_t i = 0; i < n; ++i)
+        if (perm[i] != (i == n - 2 ? n - 1 : i == n - 1 ? n - 2 : i))
+          return v;
+      swapped = true;
+      return t.getInput();
+    };
+    bool swapL = false, swapR = false;
+    Value lhs = untransposed(a.getLhs(), swapL), rhs = untransposed(a.getRhs(), swapR);
+    auto operandMap = [&](RankedTensorType t, bool isLhs, bool swapped) {
       SmallVector<AffineExpr> e;
       int64_t batch = t.getRank() - 2;
       for (int64_t i = 0; i < batch; ++i) {
@@ -361,13 +379,12 @@ struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
         bool stretched = t.getDimSize(i) == 1 && type.getDimSize(dim) != 1;
         e.push_back(stretched ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(dim, ctx));
       }
-      if (isLhs) {
-        e.push_back(getAffineDimExpr(r - 2, ctx)); // m
-        e.push_back(getAffineDimExpr(r, ctx));     // k
-      } else {
-        e.push_back(getAffineDimExpr(r, ctx));     // k
-        e.push_back(getAffineDimExpr(r - 1, ctx)); // n
-      }
+      AffineExpr rows = getAffineDimExpr(isLhs ? r - 2 : r, ctx);     // m or k
+      AffineExpr cols = getAffineDimExpr(isLhs ? r : r - 1, ctx);     // k or n
+      if (swapped)
+        std::swap(rows, cols);
+      e.push_back(rows);
+      e.push_back(cols);
       return AffineMap::get(loops, 0, e, ctx);
     };
     SmallVector<AffineExpr> outE;
@@ -385,8 +402,8 @@ struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
     init = linalg::FillOp::create(rw, op.getLoc(), zero, init).getResult(0);
     // Integer products wrap, as ONNX Runtime's integer MatMul does.
     auto g = linalg::GenericOp::create(
-        rw, op.getLoc(), TypeRange{type}, ValueRange{a.getLhs(), a.getRhs()}, ValueRange{init},
-        ArrayRef<AffineMap>{operandMap(lt, true), operandMap(rt, false),
+        rw, op.getLoc(), TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init},
+        ArrayRef<AffineMap>{operandMap(lt, true, swapL), operandMap(rt, false, swapR),
                             AffineMap::get(loops, 0, outE, ctx)},
         iters, [isInt](OpBuilder &b, Location l, ValueRange v) {
           Value r = isInt ? arith::AddIOp::create(b, l, v[2], arith::MulIOp::create(b, l, v[0], v[1])).getResult()

@@ -667,6 +667,24 @@ func.func @attn_bias_type(%q: tensor<1x2x16x8xf32>, %m: tensor<16x16xf16>) {
 
 // -----
 
+func.func @attn_grad_dout(%q: tensor<1x2x16x8xf32>, %g: tensor<1x2x16x4xf32>) {
+  // expected-error @+2 {{'dout' must be the attention's result [B, H, Tq, Dv] = [1x2x16x8] of the operands' element type, got [1x2x16x4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = nn.attention_grad %q, %q, %q, %q, %g : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attn_grad_operands(%q: tensor<1x2x16x8xf32>, %k: tensor<1x2x16x4xf32>) {
+  // expected-error @+2 {{'q' and 'k' must have the same head size, got 8 and 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = nn.attention_grad %q, %k, %q, %q, %q : (tensor<1x2x16x8xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
 func.func @div_shape(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
   // expected-error @+2 {{operand #1 of shape [2] does not broadcast with shape [2x3]}}
   // expected-error @+1 {{failed to infer returned types}}

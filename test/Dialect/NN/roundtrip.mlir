@@ -146,6 +146,8 @@ func.func @misc(%mask: tensor<16x16xi1>, %s: tensor<2x4x16x16xf32>, %ids: tensor
   // CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>, tensor<2x1x1x24xf32>) -> tensor<2x4x16x8xf32>
   %bias = nn.constant dense<0.0> : tensor<2x1x1x24xf32>
   %4 = nn.attention %q, %k, %v bias(%bias) {causal} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>, tensor<2x1x1x24xf32>) -> tensor<2x4x16x8xf32>
+  // CHECK: nn.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) {causal, zero_masked_rows} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x1x1x24xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %4, %4 bias(%bias) {causal, zero_masked_rows} : (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x1x1x24xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x4x24x16xf32>, tensor<2x4x24x8xf32>)
   return
 }
 
