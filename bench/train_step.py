@@ -4,7 +4,8 @@ loop on the same CPU, the same GPT-style decoder (pre-LN, GELU, causal
 attention, untied head), the same token batches, in one run.
 
     build/venv/bin/python bench/train_step.py [--layers 4] [--d 256] [--seq 128]
-                                              [--batch 4] [--steps 30] [--out r.json]
+                                              [--batch 4] [--steps 30] [--rounds 3]
+                                              [--out r.json]
 
 Prints tokens per second of each (the compile time of the train step is
 reported apart: rewire-train compiles once and caches).
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,6 +111,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out")
     ap.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--rounds", type=int, default=3, help="round-robin rounds (medians)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     work = tempfile.mkdtemp(prefix="rewire-train-bench-")
@@ -120,11 +123,10 @@ def main():
     t0 = time.perf_counter()
     subprocess.run(cmd + ["--steps=1", "--log-every=0"], check=True, env=env)
     compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd + ["--steps=%d" % a.steps, "--log-every=%d" % a.steps], check=True,
-                       env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    rewire_tps = float(re.search(r"([0-9]+) tokens/s", r.stderr).group(1))
+    def rewire_run():
+        r = subprocess.run(cmd + ["--steps=%d" % a.steps, "--log-every=%d" % a.steps], check=True,
+                           env=env, capture_output=True, text=True)
+        return float(re.search(r"([0-9]+) tokens/s", r.stderr).group(1))
 
     toks = torch.from_numpy(tokens.astype(np.int64))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -146,17 +148,28 @@ def main():
         return a.batch * a.seq * a.steps / (time.perf_counter() - t0)
 
     step(0, model)
-    torch_tps = tokens_per_s(model)
     # torch.compile (PyTorch 2.x): forward and backward through Inductor;
     # the first steps compile (timed apart).
-    compiled_tps = compiled_s = None
+    compiled = compiled_s = None
     if hasattr(torch, "compile") and not a.no_torch_compile:
         compiled = torch.compile(model)
         t0 = time.perf_counter()
         step(0, compiled)
         step(1, compiled)
         compiled_s = time.perf_counter() - t0
-        compiled_tps = tokens_per_s(compiled)
+    # Round-robin: each round times every trainer once, so a slow spell of
+    # the machine hits them alike; medians over the rounds, and the ratio of
+    # each round.
+    runs = {"rewire": [], "eager": [], "compile": []}
+    for _ in range(a.rounds):
+        runs["rewire"].append(rewire_run())
+        runs["eager"].append(tokens_per_s(model))
+        if compiled is not None:
+            runs["compile"].append(tokens_per_s(compiled))
+    rewire_tps = statistics.median(runs["rewire"])
+    torch_tps = statistics.median(runs["eager"])
+    compiled_tps = statistics.median(runs["compile"]) if runs["compile"] else None
+    per_round = [r / c for r, c in zip(runs["rewire"], runs["compile"] or runs["eager"])]
 
     print("GPT-style decoder: %d layers, d=%d, %d heads, batch %d x %d tokens, vocab %d, AdamW, %d threads"
           % (a.layers, a.d, a.heads, a.batch, a.seq, a.vocab, a.threads))
@@ -166,15 +179,19 @@ def main():
     if compiled_tps:
         print("%-32s %12.0f   (compile %.1f s)" % ("torch.compile %s" % torch.__version__,
                                                  compiled_tps, compiled_s))
-    print("ratio Rewire / PyTorch: %.2fx; Rewire's train-step compile: %.1f s (cached after)" % (
-        rewire_tps / torch_tps, compile_s))
+    print("ratio Rewire / PyTorch eager: %.2fx%s; Rewire's train-step compile: %.1f s (cached after)" % (
+        rewire_tps / torch_tps, ", / torch.compile: %.2fx" % (rewire_tps / compiled_tps)
+        if compiled_tps else "", compile_s))
+    print("medians of %d rounds; Rewire / %s per round: %s" % (
+        a.rounds, "torch.compile" if compiled_tps else "eager",
+        " ".join("%.2f" % x for x in per_round)))
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "machine": cpu_model(),
                        "layers": a.layers, "d": a.d, "seq": a.seq, "batch": a.batch, "vocab": a.vocab,
                        "rewire_tokens_per_s": rewire_tps, "torch": torch.__version__,
                        "torch_tokens_per_s": torch_tps, "torch_compile_tokens_per_s": compiled_tps,
-                       "torch_compile_s": compiled_s,
+                       "torch_compile_s": compiled_s, "rounds": runs,
                        "compile_s": compile_s}, f, indent=1)
 
 

@@ -95,3 +95,24 @@ func.func @backward(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor
   return %dq, %dk, %dv : tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32>
 }
 // CHECK: func.func private @rewire_attention_backward(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32)
+
+// -----
+
+// Heads moved by transposes, as exporters write them: q read through its
+// [B, T, H, D] source's strides (dims 0, 2, 1, 3), no copy; the result's one
+// use transposes it back, so the kernel writes the [B, T, H, Dv] buffer.
+// CHECK-LABEL: func.func @heads_moved
+func.func @heads_moved(%x: tensor<1x3x2x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x3x2x8xf32> {
+  // CHECK-NOT: nn.transpose
+  // CHECK-DAG: %[[XB:.*]] = bufferization.to_buffer %arg0 read_only : tensor<1x3x2x8xf32>
+  // CHECK-DAG: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x3x2x8xf32>
+  // CHECK-DAG: %[[BX:.*]], %[[OX:.*]], %{{.*}}:4, %[[SX:.*]]:4 = memref.extract_strided_metadata %[[XB]]
+  // CHECK: call @rewire_attention(%{{.*}}, %[[OX]], %[[SX]]#0, %[[SX]]#2, %[[SX]]#1, %[[SX]]#3,
+  // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+  // CHECK-NOT: nn.transpose
+  // CHECK: return %[[R]]
+  %q = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x8xf32>) -> tensor<1x2x3x8xf32>
+  %o = nn.attention %q, %k, %v {causal} : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %y = nn.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x8xf32>) -> tensor<1x3x2x8xf32>
+  return %y : tensor<1x3x2x8xf32>
+}

@@ -57,6 +57,19 @@ bool supported(ValueRange tensors, Value bias) {
   return true;
 }
 
+/// A rank-4 nn.transpose's permutation (ONNX's default: reversed).
+SmallVector<int64_t> permOf(nn::TransposeOp t) {
+  if (auto p = t.getPerm())
+    return SmallVector<int64_t>(p->begin(), p->end());
+  return {3, 2, 1, 0};
+}
+
+/// The rank-4 nn.transpose that defines `t`, if any.
+nn::TransposeOp transposeOf(Value t) {
+  auto tr = t.getDefiningOp<nn::TransposeOp>();
+  return tr && cast<RankedTensorType>(t.getType()).getRank() == 4 ? tr : nn::TransposeOp();
+}
+
 /// `t` as a read-only buffer of any strides.
 Value readBuffer(OpBuilder &b, Location loc, Value t) {
   auto type = cast<RankedTensorType>(t.getType());
@@ -80,15 +93,25 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
                                : 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
 
   SmallVector<Value> args;
-  auto pass = [&](Value buffer) {
+  // `perm[j]`: the buffer dimension that carries the operand's dimension j.
+  auto pass = [&](Value buffer, ArrayRef<int64_t> perm = {}) {
     rewire::BufferView view = rewire::describeBuffer(b, loc, buffer);
     args.push_back(view.ptr);
     args.push_back(view.offset);
-    args.append(view.strides);
+    for (int64_t j = 0; j < 4; ++j)
+      args.push_back(view.strides[perm.empty() ? j : perm[j]]);
   };
-  pass(readBuffer(b, loc, op.getQ()));
-  pass(readBuffer(b, loc, op.getK()));
-  pass(readBuffer(b, loc, op.getV()));
+  // An operand that is a transpose ([B, T, H, D] heads moved, as exporters
+  // write them) is read through its source's strides: no transposed copy.
+  auto read = [&](Value t) {
+    if (auto tr = transposeOf(t))
+      pass(readBuffer(b, loc, tr.getX()), permOf(tr));
+    else
+      pass(readBuffer(b, loc, t));
+  };
+  read(op.getQ());
+  read(op.getK());
+  read(op.getV());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   if (Value bias = op.getBias()) {
     // Aligned to the scores' trailing dimensions; broadcast ones read with
@@ -104,13 +127,32 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
     args.append(6, zero);
   }
   for (Value in : extraInputs)
-    pass(readBuffer(b, loc, in));
-  SmallVector<Value> outs;
+    read(in);
+  // A result whose one use transposes it (back to [B, T, H, D]) is written
+  // in that layout: the buffer has the transpose's shape, the kernel its
+  // strides permuted, and the transpose's result is the buffer.
+  SmallVector<Value> outs, replaced;
   for (Value r : op->getResults()) {
-    auto type = cast<RankedTensorType>(r.getType());
+    nn::TransposeOp back;
+    if (r.hasOneUse())
+      back = dyn_cast<nn::TransposeOp>(*r.getUsers().begin());
+    if (back && cast<RankedTensorType>(back.getType()).getRank() != 4)
+      back = nullptr;
+    Value target = back ? back.getResult() : r;
+    auto type = cast<RankedTensorType>(target.getType());
     outs.push_back(memref::AllocOp::create(
         b, loc, MemRefType::get(type.getShape(), type.getElementType()), b.getI64IntegerAttr(64)));
-    pass(outs.back());
+    replaced.push_back(target);
+    SmallVector<int64_t> perm;
+    if (back) {
+      // target dim i = result dim perm[i]: result dim j lives in target
+      // dim i where perm[i] == j.
+      SmallVector<int64_t> p = permOf(back);
+      perm.assign(4, 0);
+      for (int64_t i = 0; i < 4; ++i)
+        perm[p[i]] = i;
+    }
+    pass(outs.back(), perm);
   }
   for (int64_t n : {qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2), kt.getDimSize(2),
                     qt.getDimSize(3), vt.getDimSize(3),
@@ -118,10 +160,14 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
     args.push_back(arith::ConstantIndexOp::create(b, loc, n));
   args.push_back(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(scale)));
   func::CallOp::create(b, loc, callee, args);
-  for (auto [r, buffer] : llvm::zip(op->getResults(), outs))
+  for (auto [r, buffer] : llvm::zip(replaced, outs)) {
+    Operation *transpose = r.getDefiningOp<nn::TransposeOp>();
     r.replaceAllUsesWith(bufferization::ToTensorOp::create(b, loc, r.getType(), buffer,
                                                            /*restrict=*/true, /*writable=*/true)
                              .getResult());
+    if (transpose && transpose->getOperand(0).getDefiningOp() == op.getOperation())
+      transpose->erase();
+  }
   op.erase();
 }
 
