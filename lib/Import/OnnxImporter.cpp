@@ -276,10 +276,6 @@ constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 28;
 /// Integer initializers larger than this become parameters, not constants.
 constexpr int64_t kMaxIntConstantElements = 4096;
-/// Boolean initializers (masks: a registered causal-mask buffer) stay
-/// constants up to this size (4 MiB as bytes): they are never trained, and a
-/// constant mask is what nn-fuse-attention can recognize as causal.
-constexpr int64_t kMaxBoolConstantElements = int64_t(1) << 22;
 /// Float initializers up to this size keep their values for the handlers
 /// that need them as attributes (NodeContext::constantFloats).
 constexpr int64_t kMaxRememberedInitializer = 64;
@@ -410,8 +406,7 @@ LogicalResult Importer::importTensor(const onnx::TensorProto &tensor,
   Type elt = decoded->type.getElementType();
   int64_t numel = decoded->type.getNumElements();
   bool parameter = isa<FloatType>(elt) ? numel > opts.maxConstantElements
-                   : elt.isInteger(1)   ? numel > kMaxBoolConstantElements
-                                        : numel > kMaxIntConstantElements;
+                                       : numel > kMaxIntConstantElements;
   Value v;
   if (parameter) {
     OpBuilder::InsertionGuard guard(b);

@@ -188,7 +188,7 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
 }
 
 def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
-  let summary = "Call the runtime's fused attention kernel for f32 nn.attention";
+  let summary = "Call the runtime's fused attention kernels for f32 nn.attention and nn.attention_grad";
   let description = [{
     Replaces every `nn.attention` on static f32 `[B, H, T, D]` tensors by a
     call to `rewire_attention`, the CPU runtime's flash-attention-style
@@ -201,7 +201,15 @@ def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
     strides of each; an optional bias likewise, with stride 0 along the
     dimensions it broadcasts) and the result is a fresh buffer wrapped by
     `bufferization.to_tensor restrict`, so one-shot bufferization keeps the
-    producers' buffers as they are. rewire-compile runs it for CPU targets
+    producers' buffers as they are. An operand defined by a rank-4
+    `nn.transpose` (the exporters' `[B, T, H, D]` -> `[B, H, T, D]`) is read
+    through its source's buffer with the strides permuted, and a result
+    whose one use is such a transpose is written straight into a buffer of
+    the transpose's shape, so the heads are never copied into place.
+    `nn.attention_grad` (attention's reverse rule) becomes a call to
+    `rewire_attention_backward` the same way: q, k, v, the bias, the
+    forward's output and its adjoint read in place; dq, dk, dv fresh
+    buffers. rewire-compile runs it for CPU targets
     before convert-nn-to-linalg (which otherwise expands the op) unless
     `--fused-attention=false`. Other element types and dynamic shapes are
     left to the expansion.
@@ -236,7 +244,13 @@ def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {
     dimensions; transposes from the indexing maps; broadcast batch dimensions
     read with stride 0). The Rewire CPU runtime provides `rewire_sgemm` on
     top of oneDNN's `dnnl_sgemm`. A zero `linalg.fill` of the output right before the
-    contraction is folded into `beta = 0`. Other contractions are left alone,
+    contraction is folded into `beta = 0`. When the right operand is the
+    same matrix for every batch (a weight: broadcast batch dimensions) and
+    the left operand (not transposed) and the output are dense across their
+    batch dimensions, the batch is stacked into the rows instead: one call
+    with `m' = batch x m` and no loop (`[4, 128, 256] . [256, 1024]` is one
+    512 x 256 x 1024 GEMM, a better shape than four 128-row ones).
+    Other contractions are left alone,
     and so are those that would be 64 or more calls of under 32768 FLOPs
     each (a hyper-connection's `[n, n] . [n, d]` per token): a call costs
     more than such a product, whose loop nest vectorizes and runs in
