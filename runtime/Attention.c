@@ -169,6 +169,30 @@ static int sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha,
   return dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 
+/* One tile's scaled scores s = scale * q k^T (+ bias) for query rows
+ * [i0, i0 + rows) and key columns [j0, j0 + cols) (leading dim kBlockK), and
+ * the columns each row attends (limit[r], the causal mask's). Returns 0 if
+ * the SGEMM failed. */
+static int tileScores(float *s, int64_t *limit, const float *qm, int64_t ldq, const float *km,
+                      int64_t ldk, const float *bias, int64_t sT, int64_t sK, int64_t i0,
+                      int64_t j0, int64_t rows, int64_t cols, int64_t d, float scale,
+                      int64_t causal, int64_t shift) {
+  int ok = 1;
+  if (d > 0) {
+    ok = sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, s, kBlockK);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      memset(s + r * kBlockK, 0, (size_t)cols * sizeof(float));
+  }
+  if (bias)
+    addBias(s, kBlockK, bias, sT, sK, rows, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
+    limit[r] = n < 0 ? 0 : n > cols ? cols : n;
+  }
+  return ok;
+}
+
 /* Per-thread scratch, in floats. */
 struct Scratch {
   float *s, *acc, *m, *l, *alpha, *q, *k, *v;
@@ -277,19 +301,9 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
       int64_t ldk, ldv;
       const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
       const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
-      if (d > 0) {
-        if (!sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, w.s, kBlockK))
-          failed = 1;
-      } else {
-        for (int64_t r = 0; r < rows; ++r)
-          memset(w.s + r * kBlockK, 0, (size_t)cols * sizeof(float));
-      }
-      if (Mb)
-        addBias(w.s, kBlockK, Mb + j0 * msK, msT, msK, rows, cols);
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
-        w.limit[r] = n < 0 ? 0 : n > cols ? cols : n;
-      }
+      if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK, i0,
+                      j0, rows, cols, d, scale, causal, shift))
+        failed = 1;
       softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.alpha);
       if (j0 > 0)
         for (int64_t r = 0; r < rows; ++r)
@@ -480,19 +494,9 @@ void rewire_attention_backward(
           continue;
         int64_t ldk;
         const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
-        if (d > 0) {
-          if (!sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, w.s, kBlockK))
-            failed = 1;
-        } else {
-          for (int64_t r = 0; r < rows; ++r)
-            memset(w.s + r * kBlockK, 0, (size_t)cols * sizeof(float));
-        }
-        if (Mb)
-          addBias(w.s, kBlockK, Mb + j0 * msK, msT, msK, rows, cols);
-        for (int64_t r = 0; r < rows; ++r) {
-          int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
-          w.limit[r] = n < 0 ? 0 : n > cols ? cols : n;
-        }
+        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK, i0,
+                        j0, rows, cols, d, scale, causal, shift))
+          failed = 1;
         softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.dp /* alpha, unused */);
       }
       /* 2. delta = rowsum(do * o); rows without weights. */
@@ -514,19 +518,9 @@ void rewire_attention_backward(
         int64_t ldk, ldv;
         const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
         const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
-        if (d > 0) {
-          if (!sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, w.s, kBlockK))
-            failed = 1;
-        } else {
-          for (int64_t r = 0; r < rows; ++r)
-            memset(w.s + r * kBlockK, 0, (size_t)cols * sizeof(float));
-        }
-        if (Mb)
-          addBias(w.s, kBlockK, Mb + j0 * msK, msT, msK, rows, cols);
-        for (int64_t r = 0; r < rows; ++r) {
-          int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
-          w.limit[r] = n < 0 ? 0 : n > cols ? cols : n;
-        }
+        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK, i0,
+                        j0, rows, cols, d, scale, causal, shift))
+          failed = 1;
         weightsTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l);
         /* dv_j += p^T do;  dp = do v_j^T */
         if (dv > 0) {
