@@ -106,6 +106,9 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
 void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const CompileOptions &options) {
   pm.addPass(bufferization::createOneShotBufferizePass(
       bufferizeOptions(bufferization::LayoutMapOption::IdentityLayoutMap)));
+  // Each result its own buffer first: hoisting erases a returned alloc, and
+  // upstream cannot take one alloc returned twice.
+  pm.addNestedPass<func::FuncOp>(rewire::createDistinctResultBuffers());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

@@ -174,6 +174,33 @@ def RecordEntryPoints : Pass<"rewire-record-entry-points", "::mlir::ModuleOp"> {
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
+def DistinctResultBuffers : Pass<"rewire-distinct-result-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Give every returned buffer its own allocation";
+  let description = [{
+    After bufferization a function may return one buffer in several
+    positions: an ONNX graph whose outputs name one value twice, or `y` and
+    `Identity(y)`. `buffer-results-to-out-params{hoist-static-allocs}` turns
+    each returned allocation into the caller's out-parameter and erases the
+    allocation, which it cannot do twice (upstream MLIR 22 then reads the
+    erased op). This pass runs just before it and returns, in each repeated
+    position, a fresh allocation holding a copy (`memref.alloc` sized by
+    `memref.dim` where dynamic, then `memref.copy`), so every result has its
+    own buffer and each out-parameter is written.
+
+    ```mlir
+    return %a, %a : memref<2x3xf32>, memref<2x3xf32>
+    // becomes
+    %c = memref.alloc() : memref<2x3xf32>
+    memref.copy %a, %c : memref<2x3xf32> to memref<2x3xf32>
+    return %a, %c : memref<2x3xf32>, memref<2x3xf32>
+    ```
+
+    A repeated buffer that is unranked or has a layout map is an error (the
+    bufferization of entry points gives identity layouts).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg producers into their consumers";
   let description = [{
