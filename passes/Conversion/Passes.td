@@ -321,7 +321,11 @@ def ParallelOuterLoops : Pass<"rewire-parallel-outer-loops", "::mlir::func::Func
     `min-iterations` iterations in all (the parallel dimensions times the
     static trip counts of the loops inside), and those whose outer parallel
     dimensions hold a single iteration, become sequential `scf.for` nests: a
-    parallel region costs more than they do.
+    parallel region costs more than they do. An `scf.parallel` nested in
+    another (a reduction dimension between parallel ones: `scf.parallel
+    (b, t) { scf.for i { scf.parallel d } }`) always becomes sequential
+    loops first, so the inner one neither forks once per outer iteration
+    nor escapes the iteration count of its enclosing nest.
 
     ```mlir
     scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c768) step (%c1, %c1) { ... }

@@ -119,3 +119,64 @@ func.func @dynamic_and_reduce(%a: memref<?x?xf32>, %n: index) -> f32 {
   }
   return %s : f32
 }
+
+// -----
+
+// A parallel loop nested in another (hyper_read: tokens parallel, the
+// stream reduced, the features parallel) runs sequentially inside the
+// outer one, and counts toward its iterations: one region for the whole
+// nest, never one per outer iteration.
+// CHECK-LABEL: func.func @nested
+func.func @nested(%x: memref<4x128x4x256xf32>, %w: memref<4x128x4xf32>, %y: memref<4x128x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  // CHECK: scf.parallel (%[[B:.*]]) = (%{{.*}}) to (%{{.*}})
+  // CHECK-NEXT: scf.for %[[T:.*]] =
+  // CHECK-NEXT: scf.for %[[I:.*]] =
+  // CHECK-NEXT: scf.for %[[D:.*]] =
+  // CHECK-NOT: scf.parallel
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%[[B]], %[[T]], %[[D]]]
+  scf.parallel (%b, %t) = (%c0, %c0) to (%c4, %c128) step (%c1, %c1) {
+    scf.for %i = %c0 to %c4 step %c1 {
+      scf.parallel (%d) = (%c0) to (%c256) step (%c1) {
+        %a = memref.load %x[%b, %t, %i, %d] : memref<4x128x4x256xf32>
+        %s = memref.load %w[%b, %t, %i] : memref<4x128x4xf32>
+        %o = memref.load %y[%b, %t, %d] : memref<4x128x256xf32>
+        %p = arith.mulf %a, %s : f32
+        %q = arith.addf %o, %p : f32
+        memref.store %q, %y[%b, %t, %d] : memref<4x128x256xf32>
+        scf.reduce
+      }
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Nested in a small nest: all sequential, the inner region too.
+// CHECK-LABEL: func.func @nested_small
+func.func @nested_small(%y: memref<2x3x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %f = arith.constant 1.0 : f32
+  // CHECK-NOT: scf.parallel
+  // CHECK: memref.store
+  scf.parallel (%b) = (%c0) to (%c2) step (%c1) {
+    scf.for %i = %c0 to %c3 step %c1 {
+      scf.parallel (%d) = (%c0) to (%c8) step (%c1) {
+        memref.store %f, %y[%b, %i, %d] : memref<2x3x8xf32>
+        scf.reduce
+      }
+    }
+    scf.reduce
+  }
+  return
+}

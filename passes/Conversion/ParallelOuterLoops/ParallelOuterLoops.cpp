@@ -97,6 +97,20 @@ void rebuild(scf::ParallelOp op, ArrayRef<unsigned> parallel) {
 }
 
 void ParallelOuterLoopsPass::runOnOperation() {
+  // A parallel loop inside another runs sequentially: the threads share the
+  // outer one, and a nested region would fork (and join) once per outer
+  // iteration. The walk is post-order, so inner ones are rebuilt first.
+  // (A reduction over [b, t, n] with the features innermost lowers to
+  // scf.parallel (b, t) { scf.for n { scf.parallel d } }: left nested, the
+  // d loop forked b * t * n times per call.)
+  SmallVector<scf::ParallelOp> nested;
+  getOperation().walk([&](scf::ParallelOp op) {
+    if (op.getNumResults() == 0 && op->getParentOfType<scf::ParallelOp>())
+      nested.push_back(op);
+  });
+  for (scf::ParallelOp op : nested)
+    rebuild(op, {});
+
   SmallVector<scf::ParallelOp> outermost;
   getOperation().walk([&](scf::ParallelOp op) {
     if (op.getNumResults() == 0 && !op->getParentOfType<scf::ParallelOp>())
