@@ -124,9 +124,11 @@ void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const Compile
   if (options.threads != 1) {
     pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
     pm.nest<func::FuncOp>().addPass(rewire::createParallelOuterLoops());
+    pm.nest<func::FuncOp>().addPass(rewire::createPromoteAccumulators());
     pm.addPass(createConvertSCFToOpenMPPass(ConvertSCFToOpenMPPassOptions{options.threads}));
   } else {
     pm.nest<func::FuncOp>().addPass(createConvertLinalgToLoopsPass());
+    pm.nest<func::FuncOp>().addPass(rewire::createPromoteAccumulators());
   }
   addToLLVMTail(pm, ToLLVMOptions{/*genericAllocFunctions=*/true, /*outlineLoopNests=*/true,
                                 /*openmp=*/true});
