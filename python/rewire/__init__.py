@@ -287,7 +287,7 @@ def _compiled(model: Model, name: str, args: tuple, holder: object, cache: bool)
 
 def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None,
             allow_no_residual: bool = False, train: Optional[str] = None,
-            precise_math: bool = False, opt_level: int = 3, cpu: str = "native",
+            precise_math: bool = False, opt_level: int = 2, cpu: str = "native",
             seed: int = 0, params: Optional[Union[str, os.PathLike]] = None,
             cache: bool = True) -> Session:
     """Compiles `model` for `target` ("cpu" or "cuda") and loads it.
@@ -295,6 +295,7 @@ def compile(model: Model, target: str = "cpu", *, residual: Optional[str] = None
     `residual` rewrites first (`"review:init=identity"`, as rewire-compile --residual);
     `train` also compiles the training steps (`"adamw:loss=cross_entropy"`, as --train);
     `params` runs with other parameters (a safetensors file: Trainer.save's, rewire-train's).
+    `opt_level` is rewire-compile's -O (default 2, as the tools: the same code, so the same bits).
     Compiles are cached as the tools' are ($REWIRE_CACHE_DIR, else ~/.cache/rewire), keyed by
     the model, its parameters, the options, the compiler and the CPU; `cache=False` compiles
     into a private folder removed with the session."""

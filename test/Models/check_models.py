@@ -11,7 +11,7 @@ scripts/make-model-fixtures.py) end to end with the built tools:
            with it, within the same tolerance;
   train    for the families with F/train.onnx: rewire-train's loss of each
            step, run from PyTorch's state before it, matches PyTorch's
-           within 1e-5 (SGD, same batches; the 4-step loop within 1e-3), the
+           within 1e-5 (SGD, same batches; the 4-step loop within 1e-3, ResNet 2e-2), the
            trained model exported back to ONNX runs in ONNX Runtime with
            rewire-run's outputs (recorded on the family's first export).
 
@@ -74,6 +74,12 @@ def first_export(meta):
 # drift where a step hangs on a near-tie (batch norm over 2 images, ReLU,
 # max-pool windows: fp32 rounding routes the gradient differently).
 TRAIN_RTOL, TRAJECTORY_RTOL = 1e-5, 1e-3
+# ResNet's batch norm over 2 images amplifies rounding most: with the same
+# per-step agreement (1.7e-7 from PyTorch's state), its 4th loss moved from
+# 3.1e-4 to 6.4e-3 of PyTorch's when reductions were vectorized (summed in
+# another order, rewire-promote-accumulators). A broken loop (updates not
+# applied, state not carried) still misses by far more.
+TRAJECTORY_RTOL_BY_FAMILY = {"resnet": 2e-2}
 
 
 def tool(args, timeout=600):
@@ -268,7 +274,7 @@ def check_training(family, meta, work):
     worst, drift = rel(per_step, want), rel(loop, want)
     detail = "each step from PyTorch's state: max rel %.1e; %d-step loop: max rel %.1e" % (
         worst, ref["steps"], drift)
-    ok = worst <= TRAIN_RTOL and drift <= TRAJECTORY_RTOL
+    ok = worst <= TRAIN_RTOL and drift <= TRAJECTORY_RTOL_BY_FAMILY.get(family, TRAJECTORY_RTOL)
     status = ("ok" if ok else "FAIL", detail)
     # The exported model in ONNX Runtime against rewire-run with the trained
     # parameters, on the first training batch.
