@@ -71,7 +71,7 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
     else if (auto s = dyn_cast<memref::StoreOp>(op))
       accesses[baseBuffer(s.getMemRef())].push_back(op);
   });
-  auto invariant = [&](Value v) { return !loop->isAncestor(v.getParentRegion()->getParentOp()); };
+  auto invariant = [&](Value v) { return loop.isDefinedOutsideOfLoop(v); };
   for (auto &[base, ops] : accesses) {
     if (ops.size() != 2)
       continue;
