@@ -60,42 +60,53 @@ FailureOr<Value> HyperExpandOp::decompose(ImplicitLocOpBuilder &b, ValueRange v)
                                     b.getI64IntegerAttr(rankOf(v[0]) - 1)));
 }
 
-/// HC: alpha tanh(rms(X) W) + b, per stream; mHC: alpha (rms(flat X) W) + b
-/// through sigmoid, 2 sigmoid or Sinkhorn(exp(.)).
-FailureOr<Value> HyperCoeffsOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
-  Value x = v[0], alpha = v[1], w = v[2], bias = v[3];
-  auto xt = typeOf(x);
-  auto rt = typeOf(getResult());
-  Type elt = xt.getElementType();
-  double eps = getEps().convertToDouble();
+/// The rows hyper_coeffs normalizes and projects: each stream's row of `X`
+/// for `tanh`, each token's `n` streams flattened for the mHC maps.
+Value residual::hyperCoeffsRows(ImplicitLocOpBuilder &b, HyperCoeffsOp op, Value x) {
+  if (op.getMap() == HyperMap::tanh)
+    return x;
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  SmallVector<int64_t> flat(shape.drop_back(2));
+  int64_t n = shape[shape.size() - 2], d = shape.back();
+  flat.push_back(ShapedType::isDynamic(d) ? ShapedType::kDynamic : n * d);
+  return reshape(b, x, flat);
+}
+
+/// HC: alpha tanh(z) + b, per stream; mHC: alpha z + b through sigmoid,
+/// 2 sigmoid or Sinkhorn(exp(.)).
+FailureOr<Value> residual::hyperCoeffsMap(ImplicitLocOpBuilder &b, HyperCoeffsOp op, Value z,
+                                          Value alpha, Value bias) {
+  auto rt = typeOf(op.getResult());
+  Type elt = rt.getElementType();
   if (alpha.getType() != RankedTensorType::get({}, elt))
     alpha = reshape(b, alpha, {});
-  if (getMap() == HyperMap::tanh) {
-    // [..., n, d] . [d, k] -> [..., n, k]; k = 1 drops the unit axis.
-    Value z = nn::MatMulOp::create(b, rmsNormalize(b, x, eps), w);
+  if (op.getMap() == HyperMap::tanh) {
+    // [..., n, k]; k = 1 drops the unit axis.
     if (typeOf(z).getShape() != rt.getShape())
       z = nn::SqueezeOp::create(b, rt, z, b.getDenseI64ArrayAttr({rankOf(z) - 1}));
     return Value(nn::AddOp::create(b, nn::MulOp::create(b, alpha, nn::TanhOp::create(b, z)), bias));
   }
-  ArrayRef<int64_t> shape = xt.getShape();
-  SmallVector<int64_t> flat(shape.drop_back(2));
-  int64_t n = shape[shape.size() - 2];
-  flat.push_back(n * shape.back());
-  Value z = nn::MatMulOp::create(b, rmsNormalize(b, reshape(b, x, flat), eps), w);
   if (typeOf(z).getShape() != rt.getShape())
     z = reshape(b, z, rt.getShape()); // [..., n * n] -> [..., n, n]
   z = nn::AddOp::create(b, nn::MulOp::create(b, alpha, z), bias);
-  switch (getMap()) {
+  switch (op.getMap()) {
   case HyperMap::sigmoid:
     return Value(nn::SigmoidOp::create(b, z));
   case HyperMap::double_sigmoid:
     return Value(nn::MulOp::create(b, nn::scalar(b, elt, 2.0), nn::SigmoidOp::create(b, z)));
   case HyperMap::sinkhorn:
-    return sinkhorn(b, z, *getIters());
+    return sinkhorn(b, z, *op.getIters());
   case HyperMap::tanh:
     break;
   }
-  return emitOpError("unknown map");
+  return op.emitOpError("unknown map");
+}
+
+/// The map of rms(rows) . W.
+FailureOr<Value> HyperCoeffsOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
+  Value rows = hyperCoeffsRows(b, *this, v[0]);
+  Value z = nn::MatMulOp::create(b, rmsNormalize(b, rows, getEps().convertToDouble()), v[2]);
+  return hyperCoeffsMap(b, *this, z, v[1], v[3]);
 }
 
 /// sum_i pre_i X_i over the stream axis.

@@ -35,6 +35,16 @@ void featureAxisLastPermutation(int64_t rank, int64_t axis,
 /// `rms` of the dialect's conventions, in nn ops.
 mlir::Value rmsNormalize(mlir::ImplicitLocOpBuilder &b, mlir::Value x, double eps);
 
+/// residual.hyper_coeffs in two pieces, which its decomposition chains as
+/// `hyperCoeffsMap(rms(hyperCoeffsRows(X)) . W)` and its reverse rule
+/// (lib/Autodiff/ResidualRules.cpp) uses apart: the rows that are normalized
+/// and projected (`X`'s stream rows for `tanh`, each token's streams
+/// flattened for the mHC maps), and the map from the projection `z` to the
+/// coefficients (`alpha`, `bias`: the op's operands or values of their types).
+mlir::Value hyperCoeffsRows(mlir::ImplicitLocOpBuilder &b, HyperCoeffsOp op, mlir::Value x);
+mlir::FailureOr<mlir::Value> hyperCoeffsMap(mlir::ImplicitLocOpBuilder &b, HyperCoeffsOp op,
+                                            mlir::Value z, mlir::Value alpha, mlir::Value bias);
+
 /// The gate `r` of `op` in nn ops, on `h`, `u`, `weight`, `bias` (the op's
 /// operands or values of their types): `sigmoid(concat[rms(h), rms(u)] W +
 /// b)` for a review gate, `sigmoid(h W + b)` for a highway gate. The

@@ -185,14 +185,7 @@ RULE(MatMulRule, nn::MatMulOp)
   if (typeOf(lhs).getRank() < 2 || typeOf(rhs).getRank() < 2)
     return raw->emitError("rewire-autodiff: nn.matmul of a vector is not differentiated yet");
   out.push_back(sumToShape(b, nn::MatMulOp::create(b, g[0], transposeLast(b, rhs)), typeOf(lhs)));
-  if (typeOf(rhs).getRank() == 2 && typeOf(lhs).getRank() > 2 && typeOf(lhs).hasStaticShape() &&
-      typeOf(g[0]).hasStaticShape()) {
-    // A weight shared by the batch: x^T . g over all rows at once (one
-    // [K, rows] . [rows, N] product) instead of a product per batch summed.
-    out.push_back(nn::MatMulOp::create(b, transposeLast(b, rowsOf(b, lhs)), rowsOf(b, g[0])));
-  } else {
-    out.push_back(sumToShape(b, nn::MatMulOp::create(b, transposeLast(b, lhs), g[0]), typeOf(rhs)));
-  }
+  out.push_back(matmulRhsAdjoint(b, lhs, g[0], typeOf(rhs)));
 END_RULE
 
 RULE(GemmRule, nn::GemmOp)
@@ -696,4 +689,15 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::BitcastOp::attachInterface<NoGradientRule<nn::BitcastOp>>(*ctx);
     nn::SliceOp::attachInterface<SliceRule>(*ctx);
   });
+}
+
+Value rewire::autodiff::matmulRhsAdjoint(ImplicitLocOpBuilder &b, Value lhs, Value g,
+                                         RankedTensorType rhs) {
+  if (rhs.getRank() == 2 && typeOf(lhs).getRank() > 2 && typeOf(lhs).hasStaticShape() &&
+      typeOf(g).hasStaticShape()) {
+    // A weight shared by the batch: x^T . g over all rows at once (one
+    // [K, rows] . [rows, N] product) instead of a product per batch summed.
+    return nn::MatMulOp::create(b, transposeLast(b, rowsOf(b, lhs)), rowsOf(b, g));
+  }
+  return sumToShape(b, nn::MatMulOp::create(b, transposeLast(b, lhs), g), rhs);
 }

@@ -1,15 +1,17 @@
 //===- ResidualRules.cpp - Reverse rules of the residual ops --------------===//
 //
-// add, scale_add, tap, route and route_select directly. The other stream ops (gated_add,
-// mix, nag_gate, nag_add, and any new form) need no rule here: backpropagate
-// differentiates them through their decomposition into nn ops
-// (StreamOpInterface::decompose).
+// add, scale_add, tap, route and route_select directly, and hyper_coeffs'
+// normalization and projection (its map through the decomposition). The
+// other stream ops (gated_add, mix, nag_gate, nag_add, hyper_read, ...) need
+// no rule here: backpropagate differentiates them through their
+// decomposition into nn ops (StreamOpInterface::decompose).
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/Differentiate.h"
 #include "lib/Autodiff/ReverseMode.h"
 
 #include "dialects/nn/NNOps.h"
+#include "dialects/residual/ResidualDecompose.h"
 #include "dialects/residual/ResidualDialect.h"
 #include "dialects/residual/ResidualOps.h"
 
@@ -82,6 +84,72 @@ struct RouteSelectRule
   }
 };
 
+/// The coefficients of a hyper stream. The map (tanh, sigmoid, Sinkhorn), on
+/// small per-token tensors, is differentiated through its decomposition; the
+/// costly part, the rms normalization and projection of rows `x : [..., D]`
+/// (HyperDecompose.cpp), by hand: with `r = (mean(x^2) + eps)^(-1/2)`,
+/// `P = x . W` and `z = r P`,
+///
+///   dW = x^T (r dz),   dx = r (dz W^T) - (r^3 / D) (sum_k dz P) x
+///
+/// so the backward reads the stream three times (r and P again, dW, dx)
+/// where differentiating the normalization op by op took about ten passes.
+struct HyperCoeffsRule
+    : ReverseModeOpInterface::ExternalModel<HyperCoeffsRule, residual::HyperCoeffsOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<residual::HyperCoeffsOp>(raw);
+    Value x = residual::hyperCoeffsRows(b, op, op.getX());
+    Value w = op.getWeight();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto wt = cast<RankedTensorType>(w.getType());
+    Type elt = xt.getElementType();
+    int64_t last = xt.getRank() - 1;
+    int64_t features = xt.getDimSize(last);
+    if (ShapedType::isDynamic(features) || wt.getRank() != 2)
+      return raw->emitError("rewire-autodiff: residual.hyper_coeffs needs a static feature size "
+                            "and a 2-D weight, got ")
+             << xt << " and " << wt;
+    auto axis = b.getDenseI64ArrayAttr({last});
+    Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x), axis, b.getBoolAttr(true));
+    Value eps = scalar(b, elt, op.getEps().convertToDouble());
+    Value r = nn::DivOp::create(b, scalar(b, elt, 1.0),
+                                nn::SqrtOp::create(b, nn::AddOp::create(b, ms, eps)));
+    Value p = nn::MatMulOp::create(b, x, w);
+    Value z = nn::MulOp::create(b, p, r);
+    SmallVector<Value> mapAdjoints;
+    if (failed(differentiateDecomposition(
+            b, {z, op.getAlpha(), op.getBias()},
+            [&](ImplicitLocOpBuilder &fb, ValueRange v) {
+              return residual::hyperCoeffsMap(fb, op, v[0], v[1], v[2]);
+            },
+            g[0], mapAdjoints)))
+      return failure();
+    Value dz = mapAdjoints[0] ? mapAdjoints[0] : splat(b, cast<RankedTensorType>(z.getType()), 0.0);
+    Value dp = nn::MulOp::create(b, dz, r);
+    // r dz W^T: with one output column an outer product, elementwise.
+    Value direct;
+    if (wt.getDimSize(1) == 1)
+      direct = nn::MulOp::create(
+          b, dp, nn::ReshapeOp::create(b, RankedTensorType::get({features}, elt), w));
+    else
+      direct = nn::MatMulOp::create(
+          b, dp, nn::TransposeOp::create(b, w, b.getDenseI64ArrayAttr({1, 0})));
+    Value dot = nn::ReduceSumOp::create(b, nn::MulOp::create(b, dz, p), axis, b.getBoolAttr(true));
+    Value r3 = nn::MulOp::create(b, r, nn::MulOp::create(b, r, r));
+    Value coef = nn::MulOp::create(
+        b, dot, nn::MulOp::create(b, r3, scalar(b, elt, -1.0 / static_cast<double>(features))));
+    Value dx = nn::AddOp::create(b, direct, nn::MulOp::create(b, coef, x));
+    if (dx.getType() != op.getX().getType())
+      dx = nn::ReshapeOp::create(b, op.getX().getType(), dx);
+    out.push_back(dx);
+    out.push_back(mapAdjoints[1]);
+    out.push_back(matmulRhsAdjoint(b, x, dp, wt));
+    out.push_back(mapAdjoints[2]);
+    return success();
+  }
+};
+
 } // namespace
 
 void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
@@ -91,5 +159,6 @@ void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
     residual::ScaleAddOp::attachInterface<ScaleAddRule>(*ctx);
     residual::RouteOp::attachInterface<RouteRule>(*ctx);
     residual::RouteSelectOp::attachInterface<RouteSelectRule>(*ctx);
+    residual::HyperCoeffsOp::attachInterface<HyperCoeffsRule>(*ctx);
   });
 }

@@ -25,6 +25,12 @@ namespace rewire::autodiff {
 mlir::Value sumToShape(mlir::ImplicitLocOpBuilder &b, mlir::Value grad,
                        mlir::RankedTensorType target);
 
+/// The adjoint of `rhs` (of type `rhs`) in `lhs . rhs` (nn.matmul) given the
+/// result's adjoint `g`: `lhs^T . g`, summed over broadcast batch dimensions;
+/// a 2-D weight shared by a static batch gets one product over all rows.
+mlir::Value matmulRhsAdjoint(mlir::ImplicitLocOpBuilder &b, mlir::Value lhs, mlir::Value g,
+                             mlir::RankedTensorType rhs);
+
 /// `v` broadcast to `target` (materialized: v + zeros).
 mlir::Value broadcastTo(mlir::ImplicitLocOpBuilder &b, mlir::Value v,
                         mlir::RankedTensorType target);

@@ -193,6 +193,66 @@ case("residual.nag_gate (beta 2) and nag_add (NAG)",
          R / torch.sqrt((R * R).mean(-1, keepdim=True)) @ w + b)).sum(-1, keepdim=True) ** 2)).sum())
 
 
+X = "tensor<2x3x3x4xf32>"
+HYPER = """
+  %e = residual.hyper_expand %h stream 0 layer 0 : tensor<2x3x4xf32> -> $X
+  %X = nn.add %e, %d : ($X, $X) -> $X
+  %pre = residual.hyper_coeffs $PRE %X, %ap, %wp, %bp stream 0 layer 0 : $X, tensor<f32>, $WP, tensor<3xf32> -> tensor<2x3x3xf32>
+  %post = residual.hyper_coeffs $POST %X, %ao, %wo, %bo stream 0 layer 0 : $X, tensor<f32>, $WP, tensor<3xf32> -> tensor<2x3x3xf32>
+  %res = residual.hyper_coeffs $RES %X, %ar, %wr, %br stream 0 layer 0 : $X, tensor<f32>, $WR, tensor<3x3xf32> -> tensor<2x3x3x3xf32>
+  %x = residual.hyper_read %X, %pre stream 0 layer 0 : $X, tensor<2x3x3xf32> -> tensor<2x3x4xf32>
+  %u = nn.tanh %x : tensor<2x3x4xf32>
+  %Y = residual.hyper_write %X, %u, %post, %res stream 0 layer 0 : $X, tensor<2x3x4xf32>, tensor<2x3x3xf32>, tensor<2x3x3x3xf32>
+  %o = residual.hyper_reduce %Y stream 0 layer 0 : $X -> tensor<2x3x4xf32>
+  %t = nn.tanh %o : tensor<2x3x4xf32>
+  %l = nn.reduce_sum %t {axes = array<i64>, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>"""
+
+
+def hyper(h, d, pre, post, res):
+    """papers.md 6.1/6.2 on X = expand(h) + d, with the coefficient functions given."""
+    X = h[..., None, :] + d
+    u = torch.tanh((pre(X)[..., None] * X).sum(-2))
+    Y = res(X) @ X + post(X)[..., None] * u[..., None, :]
+    return torch.tanh(Y.mean(-2)).sum()
+
+
+def sinkhorn(z, iters):
+    m = torch.exp(z - z.amax((-2, -1), keepdim=True))
+    for _ in range(iters):
+        m = m / m.sum(-1, keepdim=True)
+        m = m / m.sum(-2, keepdim=True)
+    return m
+
+
+def mhc_z(X, a, w, b):
+    x = rms(X.flatten(-2))
+    return a * (x @ w).reshape(b.shape[:0] + X.shape[:-2] + b.shape) + b
+
+
+HYPER_ARGS = lambda wp, wr: [("h", (2, 3, 4)), ("d", (2, 3, 3, 4)), ("ap", ()), ("wp", wp), ("bp", (3,)),
+                             ("ao", ()), ("wo", wp), ("bo", (3,)), ("ar", ()), ("wr", wr), ("br", (3, 3))]
+
+case("hyper streams, HC (dynamic tanh): expand, coeffs, read, write, reduce",
+     HYPER_ARGS((4, 1), (4, 3)),
+     HYPER.replace("$PRE", "tanh").replace("$POST", "tanh").replace("$RES", "tanh")
+     .replace("$WP", "tensor<4x1xf32>").replace("$WR", "tensor<4x3xf32>").replace("$X", X),
+     lambda h, d, ap, wp, bp, ao, wo, bo, ar, wr, br: hyper(
+         h, d, lambda X: ap * torch.tanh(rms(X) @ wp)[..., 0] + bp,
+         lambda X: ao * torch.tanh(rms(X) @ wo)[..., 0] + bo,
+         lambda X: ar * torch.tanh(rms(X) @ wr) + br))
+
+case("hyper streams, mHC: sigmoid, double sigmoid, Sinkhorn (4 iterations)",
+     HYPER_ARGS((12, 3), (12, 9)),
+     HYPER.replace("$PRE", "sigmoid").replace("$POST", "double_sigmoid")
+     .replace("$RES", "sinkhorn").replace("%br stream", "%br iters 4 stream")
+     .replace("$WP", "tensor<12x3xf32>").replace("$WR", "tensor<12x9xf32>").replace("$X", X),
+     lambda h, d, ap, wp, bp, ao, wo, bo, ar, wr, br: hyper(
+         h, d, lambda X: torch.sigmoid(mhc_z(X, ap, wp, bp)),
+         lambda X: 2 * torch.sigmoid(mhc_z(X, ao, wo, bo)),
+         lambda X: sinkhorn(mhc_z(X, ar, wr, br), 4)))
+
+
 case("conv (stride 2, pads, dilation, bias), grouped conv, relu, max_pool with ties",
      [("x", (2, 4, 9, 9)), ("w", (6, 4, 3, 3)), ("b", (6,)), ("wg", (6, 3, 2, 2)), ("tg", (2, 6, 3, 4))], """
   %y = nn.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 2, 1, 0>, dilations = array<i64: 1, 2>} : (tensor<2x4x9x9xf32>, tensor<6x4x3x3xf32>, tensor<6xf32>) -> tensor<2x6x5x4xf32>
