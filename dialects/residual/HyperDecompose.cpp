@@ -102,10 +102,12 @@ FailureOr<Value> residual::hyperCoeffsMap(ImplicitLocOpBuilder &b, HyperCoeffsOp
   return op.emitOpError("unknown map");
 }
 
-/// The map of rms(rows) . W.
+/// The map of rms(rows) . W, computed as (rows . W) r: the normalized rows
+/// are never written.
 FailureOr<Value> HyperCoeffsOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
   Value rows = hyperCoeffsRows(b, *this, v[0]);
-  Value z = nn::MatMulOp::create(b, rmsNormalize(b, rows, getEps().convertToDouble()), v[2]);
+  Value z = nn::MulOp::create(b, nn::MatMulOp::create(b, rows, v[2]),
+                              rmsScale(b, rows, getEps().convertToDouble()));
   return hyperCoeffsMap(b, *this, z, v[1], v[3]);
 }
 

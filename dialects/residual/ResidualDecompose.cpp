@@ -68,6 +68,14 @@ Value residual::rmsNormalize(ImplicitLocOpBuilder &b, Value x, double eps) {
   return nn::DivOp::create(b, x, s);
 }
 
+Value residual::rmsScale(ImplicitLocOpBuilder &b, Value x, double eps) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x),
+                                      b.getDenseI64ArrayAttr({lastAxis(x)}), b.getBoolAttr(true));
+  return nn::DivOp::create(b, nn::scalar(b, elt, 1.0),
+                           nn::SqrtOp::create(b, nn::AddOp::create(b, ms, nn::scalar(b, elt, eps))));
+}
+
 void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
                                           SmallVectorImpl<int64_t> &perm,
                                           SmallVectorImpl<int64_t> &inverse) {

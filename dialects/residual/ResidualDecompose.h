@@ -35,8 +35,15 @@ void featureAxisLastPermutation(int64_t rank, int64_t axis,
 /// `rms` of the dialect's conventions, in nn ops.
 mlir::Value rmsNormalize(mlir::ImplicitLocOpBuilder &b, mlir::Value x, double eps);
 
+/// `1 / sqrt(mean(x^2) + eps)` over the last axis, kept as a unit axis: the
+/// factor rmsNormalize divides by, for products `(x . W) r` that need not
+/// write the normalized rows.
+mlir::Value rmsScale(mlir::ImplicitLocOpBuilder &b, mlir::Value x, double eps);
+
 /// residual.hyper_coeffs in two pieces, which its decomposition chains as
-/// `hyperCoeffsMap(rms(hyperCoeffsRows(X)) . W)` and its reverse rule
+/// `hyperCoeffsMap((rows . W) rmsScale(rows))` with `rows =
+/// hyperCoeffsRows(X)` (the projection of the normalized rows, without
+/// writing them) and its reverse rule
 /// (lib/Autodiff/ResidualRules.cpp) uses apart: the rows that are normalized
 /// and projected (`X`'s stream rows for `tanh`, each token's streams
 /// flattened for the mHC maps), and the map from the projection `z` to the

@@ -87,8 +87,8 @@ struct RouteSelectRule
 /// The coefficients of a hyper stream. The map (tanh, sigmoid, Sinkhorn), on
 /// small per-token tensors, is differentiated through its decomposition; the
 /// costly part, the rms normalization and projection of rows `x : [..., D]`
-/// (HyperDecompose.cpp), by hand: with `r = (mean(x^2) + eps)^(-1/2)`,
-/// `P = x . W` and `z = r P`,
+/// (HyperDecompose.cpp), by hand: with `r = (mean(x^2) + eps)^(-1/2)`
+/// (rmsScale), `P = x . W` and `z = P r` (as the decomposition computes it),
 ///
 ///   dW = x^T (r dz),   dx = r (dz W^T) - (r^3 / D) (sum_k dz P) x
 ///
@@ -111,10 +111,7 @@ struct HyperCoeffsRule
                             "and a 2-D weight, got ")
              << xt << " and " << wt;
     auto axis = b.getDenseI64ArrayAttr({last});
-    Value ms = nn::ReduceMeanOp::create(b, nn::MulOp::create(b, x, x), axis, b.getBoolAttr(true));
-    Value eps = scalar(b, elt, op.getEps().convertToDouble());
-    Value r = nn::DivOp::create(b, scalar(b, elt, 1.0),
-                                nn::SqrtOp::create(b, nn::AddOp::create(b, ms, eps)));
+    Value r = residual::rmsScale(b, x, op.getEps().convertToDouble());
     Value p = nn::MatMulOp::create(b, x, w);
     Value z = nn::MulOp::create(b, p, r);
     SmallVector<Value> mapAdjoints;

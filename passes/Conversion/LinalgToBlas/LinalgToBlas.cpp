@@ -130,22 +130,6 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
       !planOperand(om, ct, m, n, batchDims, pc) || pc.transposed)
     return failure();
 
-  // Many tiny products (a hyper-connection's [n, n] . [n, d] per token) stay
-  // loops: a call per product costs more than its arithmetic, and the loop
-  // nest vectorizes along d and runs in parallel over the batch.
-  if (ct.hasStaticShape() && at.hasStaticShape()) {
-    int64_t calls = 1;
-    for (unsigned i = 0; i + 2 < rank; ++i)
-      calls *= ct.getDimSize(i);
-    int64_t kExtent = 1;
-    for (auto [i, it] : llvm::enumerate(op.getStaticLoopRanges()))
-      if (i == k)
-        kExtent = it;
-    int64_t flops = 2 * ct.getDimSize(rank - 2) * ct.getDimSize(rank - 1) * kExtent;
-    if (calls >= kManyCalls && flops < kTinyGemmFlops)
-      return failure();
-  }
-
   // A zero fill of C right before the contraction becomes beta = 0.
   float beta = 1.0f;
   Operation *prev = op->getPrevNode();
@@ -167,6 +151,23 @@ LogicalResult LinalgToBlasPass::rewrite(linalg::LinalgOp op, func::FuncOp callee
   bool stackRows = !batchDims.empty() && !pa.transposed &&
                    llvm::all_of(pb.batchLoops, [](int64_t d) { return d < 0; }) &&
                    rowsStack(at, pa, batchDims) && rowsStack(ct, pc, batchDims);
+
+  // Many tiny products (a hyper-connection's [n, n] . [n, d] per token) stay
+  // loops: a call per product costs more than its arithmetic, and the loop
+  // nest vectorizes along d and runs in parallel over the batch. Products
+  // that stack into one call ([B, T, n, d] . [d, k]) are not tiny.
+  if (!stackRows && ct.hasStaticShape() && at.hasStaticShape()) {
+    int64_t calls = 1;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      calls *= ct.getDimSize(i);
+    int64_t kExtent = 1;
+    for (auto [i, it] : llvm::enumerate(op.getStaticLoopRanges()))
+      if (i == k)
+        kExtent = it;
+    int64_t flops = 2 * ct.getDimSize(rank - 2) * ct.getDimSize(rank - 1) * kExtent;
+    if (calls >= kManyCalls && flops < kTinyGemmFlops)
+      return failure();
+  }
 
   OpBuilder bld(op);
   Location loc = op.getLoc();
