@@ -106,3 +106,50 @@ func.func @left_alone(%a: memref<8x16xf32, strided<[32, 2]>>, %b: memref<16x4xf3
   linalg.matmul ins(%ai, %bi : memref<8x16xf64>, memref<16x4xf64>) outs(%ci : memref<8x4xf64>)
   return
 }
+
+// -----
+
+// Many tiny products, one per token (a hyper-connection's [n, n] . [n, d]
+// mixing): a call each would cost more than the arithmetic, so they stay
+// loops.
+#lhs = affine_map<(b, t, m, n, k) -> (b, t, m, k)>
+#rhs = affine_map<(b, t, m, n, k) -> (b, t, k, n)>
+#out = affine_map<(b, t, m, n, k) -> (b, t, m, n)>
+// CHECK-LABEL: func.func @many_tiny
+func.func @many_tiny(%r: memref<8x16x4x4xf32>, %x: memref<8x16x4x32xf32>, %y: memref<8x16x4x32xf32>) {
+  // CHECK-NOT: rewire_sgemm
+  // CHECK: linalg.generic
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%r, %x : memref<8x16x4x4xf32>, memref<8x16x4x32xf32>) outs(%y : memref<8x16x4x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The same small per-token products against one shared weight (the
+// projection [B, T, n, d] . [d, k] of hyper-connection coefficients) stack
+// into a single [B x T x n, d] . [d, k] call: not tiny.
+#lhs = affine_map<(b, t, m, n, k) -> (b, t, m, k)>
+#rhs = affine_map<(b, t, m, n, k) -> (k, n)>
+#out = affine_map<(b, t, m, n, k) -> (b, t, m, n)>
+// CHECK-LABEL: func.func @many_tiny_stacked
+func.func @many_tiny_stacked(%x: memref<8x16x4x32xf32>, %w: memref<32x4xf32>, %y: memref<8x16x4x4xf32>) {
+  // CHECK-DAG: %[[M:.*]] = arith.constant 512 : index
+  // CHECK-NOT: scf.for
+  // CHECK: call @rewire_sgemm(%{{.*}}, %{{.*}}, %[[M]],
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<8x16x4x32xf32>, memref<32x4xf32>) outs(%y : memref<8x16x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
