@@ -83,6 +83,14 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   ResidualDecomposeOptions unfused;
   unfused.unfused = true;
   fn.addPass(rewire::createResidualDecompose(unfused));
+  // On nn ops (no tensor.empty inits yet) cse is safe, and it merges what
+  // the forms' decompositions and reverse rules compute alike: a hyper
+  // stream's rms scale, once per coefficient set and again in the backward,
+  // and the projections the backward recomputes.
+  if (options.optLevel > 0) {
+    fn.addPass(createCSEPass());
+    fn.addPass(rewire::createFuseSiblingMatmuls());
+  }
   // The CPU runs attention as one kernel (runtime/Attention.c); CUDA
   // expands it (its kernels come from the linalg ops).
   if (options.fusedAttention && !options.cuda) {

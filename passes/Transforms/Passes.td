@@ -287,6 +287,40 @@ def ResidualDecompose : Pass<"residual-decompose", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
 
+def FuseSiblingMatmuls : Pass<"nn-fuse-sibling-matmuls", "::mlir::func::FuncOp"> {
+  let summary = "One product for nn.matmul ops that share their left operand";
+  let description = [{
+    `x . W1`, `x . W2`, ... (the same `x`, in one block; each `Wi` a static
+    2-D float tensor with the same row count) become `x . concat(W1, W2,
+    ...)` along the columns, and an `nn.split` of the result into the
+    original products' results: the left operand is read once, by one wider
+    product, instead of once per narrow one. Examples: separate q, k and v
+    projections of one input; a hyper-connection's three coefficient
+    projections of its stream (`[B, T, n, d] . [d, 1]`, `[d, 1]`, `[d, n]`),
+    and the backward's weight gradients `x^T . dP_i` of those that share
+    `x^T`.
+
+    Products are grouped greedily from the earliest of each left operand:
+    the fused product goes where the earliest was, so a sibling joins only
+    when its right operand is already available there (parameters always
+    are; a backward value computed later starts a group of its own). The
+    results equal the separate products' up to the summation order the
+    GEMM picks for the wider shape. rewire-compile runs it at -O1 and up,
+    on nn ops, after the residual forms are decomposed.
+
+    Example:
+    ```mlir
+    %a = nn.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x1xf32>) -> tensor<8x1xf32>
+    %b = nn.matmul %x, %w2 : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+    // becomes
+    %c = nn.concat %w1, %w2 {axis = 1 : i64} : (tensor<16x1xf32>, tensor<16x4xf32>) -> tensor<16x5xf32>
+    %p = nn.matmul %x, %c : (tensor<8x16xf32>, tensor<16x5xf32>) -> tensor<8x5xf32>
+    %s:2 = nn.split %p {axis = 1 : i64, sizes = array<i64: 1, 4>} : (tensor<8x5xf32>) -> (tensor<8x1xf32>, tensor<8x4xf32>)
+    ```
+  }];
+  let dependentDialects = ["::rewire::nn::NNDialect"];
+}
+
 def FuseAttention : Pass<"nn-fuse-attention", "::mlir::func::FuncOp"> {
   let summary = "Form nn.attention from the exporters' matmul/softmax/matmul subgraph";
   let description = [{
