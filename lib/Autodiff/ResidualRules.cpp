@@ -106,10 +106,10 @@ struct HyperCoeffsRule
     Type elt = xt.getElementType();
     int64_t last = xt.getRank() - 1;
     int64_t features = xt.getDimSize(last);
-    if (ShapedType::isDynamic(features) || wt.getRank() != 2)
-      return raw->emitError("rewire-autodiff: residual.hyper_coeffs needs a static feature size "
-                            "and a 2-D weight, got ")
-             << xt << " and " << wt;
+    if (ShapedType::isDynamic(features) || wt.getRank() != 2) // the general way
+      return differentiateDecomposition(
+          b, raw->getOperands(),
+          [&](ImplicitLocOpBuilder &fb, ValueRange v) { return op.decompose(fb, v); }, g[0], out);
     auto axis = b.getDenseI64ArrayAttr({last});
     Value r = residual::rmsScale(b, x, op.getEps().convertToDouble());
     Value p = nn::MatMulOp::create(b, x, w);

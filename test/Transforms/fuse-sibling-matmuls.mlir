@@ -1,0 +1,56 @@
+// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(nn-fuse-sibling-matmuls))" | FileCheck %s
+
+// A hyper stream's three coefficient projections of one stream: one
+// product with the weights side by side, split back in order.
+// CHECK-LABEL: func.func @coefficients
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4x8xf32>, %[[A:.*]]: tensor<8x1xf32>, %[[B:.*]]: tensor<8x1xf32>, %[[C:.*]]: tensor<8x4xf32>)
+func.func @coefficients(%x: tensor<2x3x4x8xf32>, %a: tensor<8x1xf32>, %b: tensor<8x1xf32>, %c: tensor<8x4xf32>)
+    -> (tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>, tensor<2x3x4x4xf32>) {
+  // CHECK: %[[W:.*]] = nn.concat %[[A]], %[[B]], %[[C]] {axis = 1 : i64} : (tensor<8x1xf32>, tensor<8x1xf32>, tensor<8x4xf32>) -> tensor<8x6xf32>
+  // CHECK: %[[P:.*]] = nn.matmul %[[X]], %[[W]] : (tensor<2x3x4x8xf32>, tensor<8x6xf32>) -> tensor<2x3x4x6xf32>
+  // CHECK: %[[S:.*]]:3 = nn.split %[[P]] {axis = 3 : i64, sizes = array<i64: 1, 1, 4>}
+  // CHECK-NOT: nn.matmul
+  // CHECK: return %[[S]]#0, %[[S]]#1, %[[S]]#2
+  %pa = nn.matmul %x, %a : (tensor<2x3x4x8xf32>, tensor<8x1xf32>) -> tensor<2x3x4x1xf32>
+  %pb = nn.matmul %x, %b : (tensor<2x3x4x8xf32>, tensor<8x1xf32>) -> tensor<2x3x4x1xf32>
+  %pc = nn.matmul %x, %c : (tensor<2x3x4x8xf32>, tensor<8x4xf32>) -> tensor<2x3x4x4xf32>
+  return %pa, %pb, %pc : tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>, tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// A right operand computed after the first product (a backward value) cannot
+// join it: the first two fuse, the late one stays; a different row count, a
+// batched right operand and another left operand stay apart too.
+// CHECK-LABEL: func.func @late_and_mismatched
+func.func @late_and_mismatched(%x: tensor<5x8xf32>, %y: tensor<5x8xf32>, %a: tensor<8x2xf32>, %b: tensor<8x3xf32>,
+                               %k: tensor<4x8xf32>, %bat: tensor<5x8x2xf32>)
+    -> (tensor<5x2xf32>, tensor<5x3xf32>, tensor<5x2xf32>, tensor<5x2xf32>, tensor<5x5x2xf32>) {
+  // CHECK: %[[W:.*]] = nn.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<8x2xf32>, tensor<8x3xf32>) -> tensor<8x5xf32>
+  // CHECK: %[[P:.*]] = nn.matmul %{{.*}}, %[[W]] : (tensor<5x8xf32>, tensor<8x5xf32>) -> tensor<5x5xf32>
+  // CHECK: nn.split %[[P]] {axis = 1 : i64, sizes = array<i64: 2, 3>}
+  %p1 = nn.matmul %x, %a : (tensor<5x8xf32>, tensor<8x2xf32>) -> tensor<5x2xf32>
+  %p2 = nn.matmul %x, %b : (tensor<5x8xf32>, tensor<8x3xf32>) -> tensor<5x3xf32>
+  // CHECK: %[[LATE:.*]] = nn.tanh
+  // CHECK: nn.matmul %{{.*}}, %[[LATE]] : (tensor<5x8xf32>, tensor<8x2xf32>) -> tensor<5x2xf32>
+  %late = nn.tanh %a : tensor<8x2xf32>
+  %p3 = nn.matmul %x, %late : (tensor<5x8xf32>, tensor<8x2xf32>) -> tensor<5x2xf32>
+  // CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<5x8xf32>, tensor<8x2xf32>) -> tensor<5x2xf32>
+  %p4 = nn.matmul %y, %a : (tensor<5x8xf32>, tensor<8x2xf32>) -> tensor<5x2xf32>
+  // CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<5x8xf32>, tensor<5x8x2xf32>) -> tensor<5x5x2xf32>
+  %p5 = nn.matmul %x, %bat : (tensor<5x8xf32>, tensor<5x8x2xf32>) -> tensor<5x5x2xf32>
+  // CHECK-NOT: nn.concat
+  return %p1, %p2, %p3, %p4, %p5 : tensor<5x2xf32>, tensor<5x3xf32>, tensor<5x2xf32>, tensor<5x2xf32>, tensor<5x5x2xf32>
+}
+
+// -----
+
+// A dynamic batch on the left operand: the fused product keeps it.
+// CHECK-LABEL: func.func @dynamic_batch
+func.func @dynamic_batch(%x: tensor<?x8xf32>, %a: tensor<8x2xf32>, %b: tensor<8x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  // CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  // CHECK: nn.split %{{.*}} {axis = 1 : i64, sizes = array<i64: 2, 2>} : (tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>)
+  %p1 = nn.matmul %x, %a : (tensor<?x8xf32>, tensor<8x2xf32>) -> tensor<?x2xf32>
+  %p2 = nn.matmul %x, %b : (tensor<?x8xf32>, tensor<8x2xf32>) -> tensor<?x2xf32>
+  return %p1, %p2 : tensor<?x2xf32>, tensor<?x2xf32>
+}
