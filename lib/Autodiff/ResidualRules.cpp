@@ -1,9 +1,9 @@
 //===- ResidualRules.cpp - Reverse rules of the residual ops --------------===//
 //
 // add, scale_add, tap, route and route_select directly, and hyper_coeffs'
-// normalization and projection (its map through the decomposition). The
-// other stream ops (gated_add, mix, nag_gate, nag_add, hyper_read, ...) need
-// no rule here: backpropagate differentiates them through their
+// normalization and projection (its map through the decomposition),
+// hyper_read and hyper_write. The other stream ops (gated_add, mix,
+// nag_gate, nag_add, hyper_expand, ...) need no rule here: backpropagate differentiates them through their
 // decomposition into nn ops (StreamOpInterface::decompose).
 //
 //===----------------------------------------------------------------------===//
@@ -147,6 +147,71 @@ struct HyperCoeffsRule
   }
 };
 
+/// `v` with a unit axis inserted at `axis` (negative: from the end of the result).
+Value unsqueezeAt(ImplicitLocOpBuilder &b, Value v, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank() + 1;
+  return nn::UnsqueezeOp::create(b, v, b.getDenseI64ArrayAttr({axis < 0 ? axis + rank : axis}));
+}
+
+Value sumAxis(ImplicitLocOpBuilder &b, Value v, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  return nn::ReduceSumOp::create(b, v, b.getDenseI64ArrayAttr({axis < 0 ? axis + rank : axis}),
+                                 b.getBoolAttr(false));
+}
+
+/// x = sum_i pre_i X_i: dX_i = pre_i g (a broadcast product, never
+/// materialized first) and dpre_i = sum_d X_i g.
+struct HyperReadRule : ReverseModeOpInterface::ExternalModel<HyperReadRule, residual::HyperReadOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<residual::HyperReadOp>(raw);
+    Value gi = unsqueezeAt(b, g[0], -2); // [..., 1, d]
+    Value dx = nn::MulOp::create(b, unsqueezeAt(b, op.getPre(), -1), gi);
+    if (dx.getType() != op.getX().getType()) // a static pre against dynamic batch dims
+      dx = broadcastTo(b, dx, op.getX().getType());
+    out.push_back(dx);
+    Value dpre = sumAxis(b, nn::MulOp::create(b, op.getX(), gi), -1);
+    out.push_back(sumToShape(b, dpre, op.getPre().getType()));
+    return success();
+  }
+};
+
+/// X' = res . X + post^T u: dX = res^T . g, du = sum_i post_i g_i (a
+/// hyper_read of the adjoint: one pass), dpost_i = sum_d g_i u and
+/// dres = g . X^T, summed over the tokens when static.
+struct HyperWriteRule
+    : ReverseModeOpInterface::ExternalModel<HyperWriteRule, residual::HyperWriteOp> {
+  LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
+                              SmallVectorImpl<Value> &out) const {
+    auto op = cast<residual::HyperWriteOp>(raw);
+    Value res = op.getRes();
+    int64_t resRank = cast<RankedTensorType>(res.getType()).getRank();
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < resRank; ++i)
+      perm.push_back(i);
+    std::swap(perm[resRank - 2], perm[resRank - 1]);
+    Value dx = nn::MatMulOp::create(b, nn::TransposeOp::create(b, res, b.getDenseI64ArrayAttr(perm)),
+                                    g[0]);
+    if (dx.getType() != op.getX().getType())
+      dx = broadcastTo(b, dx, op.getX().getType());
+    out.push_back(dx);
+    out.push_back(residual::HyperReadOp::create(b, op.getU().getType(), g[0], op.getPost(),
+                                                op.getAxisAttr(), op.getStreamAttr(),
+                                                op.getLayerAttr()));
+    Value dpost = sumAxis(b, nn::MulOp::create(b, g[0], unsqueezeAt(b, op.getU(), -2)), -1);
+    out.push_back(sumToShape(b, dpost, op.getPost().getType()));
+    int64_t xRank = cast<RankedTensorType>(op.getX().getType()).getRank();
+    SmallVector<int64_t> xPerm;
+    for (int64_t i = 0; i < xRank; ++i)
+      xPerm.push_back(i);
+    std::swap(xPerm[xRank - 2], xPerm[xRank - 1]);
+    Value dres = nn::MatMulOp::create(
+        b, g[0], nn::TransposeOp::create(b, op.getX(), b.getDenseI64ArrayAttr(xPerm)));
+    out.push_back(sumToShape(b, dres, cast<RankedTensorType>(res.getType())));
+    return success();
+  }
+};
+
 } // namespace
 
 void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
@@ -157,5 +222,7 @@ void rewire::autodiff::registerResidualReverseRules(DialectRegistry &registry) {
     residual::RouteOp::attachInterface<RouteRule>(*ctx);
     residual::RouteSelectOp::attachInterface<RouteSelectRule>(*ctx);
     residual::HyperCoeffsOp::attachInterface<HyperCoeffsRule>(*ctx);
+    residual::HyperReadOp::attachInterface<HyperReadRule>(*ctx);
+    residual::HyperWriteOp::attachInterface<HyperWriteRule>(*ctx);
   });
 }
