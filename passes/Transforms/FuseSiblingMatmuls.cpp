@@ -35,6 +35,29 @@ RankedTensorType fusableRhs(nn::MatMulOp op) {
   return rhs;
 }
 
+/// Whether one product pays in `group`: the concatenation copies the right
+/// operands (parameters are function arguments by now, so this happens at
+/// every call) and must cost less than the left-operand reads it saves. A
+/// hyper stream's projections (a [d, 6] copy against [B, T, n, d] reads)
+/// qualify; q, k, v projections of a few tokens (three [d, d] copies against
+/// [T, d] reads) do not. The results must agree on every dimension but the
+/// last, and the left operand be static, so the sizes are known.
+bool pays(ArrayRef<nn::MatMulOp> group) {
+  nn::MatMulOp first = group.front();
+  auto lhs = cast<RankedTensorType>(first.getLhs().getType());
+  auto result = cast<RankedTensorType>(first.getType());
+  if (!lhs.hasStaticShape())
+    return false;
+  int64_t copied = 0;
+  for (nn::MatMulOp op : group) {
+    auto t = cast<RankedTensorType>(op.getType());
+    if (t.getShape().drop_back() != result.getShape().drop_back())
+      return false;
+    copied += cast<RankedTensorType>(op.getRhs().getType()).getNumElements();
+  }
+  return copied <= static_cast<int64_t>(group.size() - 1) * lhs.getNumElements();
+}
+
 /// Replaces `group` (block order, first one the insertion point, every
 /// right operand available there) by one product and a split.
 void fuse(ArrayRef<nn::MatMulOp> group) {
@@ -54,7 +77,9 @@ void fuse(ArrayRef<nn::MatMulOp> group) {
   Type elt = lhsType.getElementType();
   Value cat = nn::ConcatOp::create(b, RankedTensorType::get({k, total}, elt), rhs,
                                    b.getI64IntegerAttr(1));
-  Value fused = nn::MatMulOp::create(b, first.getLhs(), cat);
+  SmallVector<int64_t> shape(resultType.getShape());
+  shape.back() = total;
+  Value fused = nn::MatMulOp::create(b, RankedTensorType::get(shape, elt), first.getLhs(), cat);
   SmallVector<Type> parts;
   for (nn::MatMulOp op : group)
     parts.push_back(op.getType());
@@ -94,7 +119,7 @@ struct FuseSiblingMatmulsPass
             else
               rest.push_back(op);
           }
-          if (group.size() > 1)
+          if (group.size() > 1 && pays(group))
             groups.push_back(group);
           all = rest;
         }

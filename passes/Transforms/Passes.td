@@ -294,11 +294,16 @@ def FuseSiblingMatmuls : Pass<"nn-fuse-sibling-matmuls", "::mlir::func::FuncOp">
     2-D float tensor with the same row count) become `x . concat(W1, W2,
     ...)` along the columns, and an `nn.split` of the result into the
     original products' results: the left operand is read once, by one wider
-    product, instead of once per narrow one. Examples: separate q, k and v
-    projections of one input; a hyper-connection's three coefficient
-    projections of its stream (`[B, T, n, d] . [d, 1]`, `[d, 1]`, `[d, n]`),
-    and the backward's weight gradients `x^T . dP_i` of those that share
-    `x^T`.
+    product, instead of once per narrow one. Example: a hyper-connection's
+    three coefficient projections of its stream (`[B, T, n, d] . [d, 1]`,
+    `[d, 1]`, `[d, n]`).
+
+    The concatenation copies the right operands at every call (parameters
+    are function arguments by then), so a group is fused only when that
+    copy is no larger than the left-operand reads it saves ((m - 1) times
+    the left operand for m products), with a static left operand: q, k and
+    v projections of a few tokens (three `[d, d]` copies against `[T, d]`
+    reads) stay apart.
 
     Products are grouped greedily from the earliest of each left operand:
     the fused product goes where the earliest was, so a sibling joins only
