@@ -52,16 +52,6 @@ Value sumKeep(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> axes) {
   return nn::ReduceSumOp::create(b, x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true));
 }
 
-/// Swaps the last two dimensions.
-Value transposeLast(ImplicitLocOpBuilder &b, Value x) {
-  int64_t r = typeOf(x).getRank();
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < r; ++i)
-    perm.push_back(i);
-  std::swap(perm[r - 1], perm[r - 2]);
-  return nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
-}
-
 template <typename Derived, typename Op>
 struct Rule : ReverseModeOpInterface::ExternalModel<Derived, Op> {};
 
@@ -700,4 +690,13 @@ Value rewire::autodiff::matmulRhsAdjoint(ImplicitLocOpBuilder &b, Value lhs, Val
     return nn::MatMulOp::create(b, transposeLast(b, rowsOf(b, lhs)), rowsOf(b, g));
   }
   return sumToShape(b, nn::MatMulOp::create(b, transposeLast(b, lhs), g), rhs);
+}
+
+Value rewire::autodiff::transposeLast(ImplicitLocOpBuilder &b, Value x) {
+  int64_t r = typeOf(x).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i);
+  std::swap(perm[r - 1], perm[r - 2]);
+  return nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
 }

@@ -3,8 +3,9 @@
 // add, scale_add, tap, route and route_select directly, and hyper_coeffs'
 // normalization and projection (its map through the decomposition),
 // hyper_read and hyper_write. The other stream ops (gated_add, mix,
-// nag_gate, nag_add, hyper_expand, ...) need no rule here: backpropagate differentiates them through their
-// decomposition into nn ops (StreamOpInterface::decompose).
+// nag_gate, nag_add, hyper_expand, ...) need no rule here: backpropagate
+// differentiates them through their decomposition into nn ops
+// (StreamOpInterface::decompose).
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Autodiff/Differentiate.h"
@@ -130,8 +131,7 @@ struct HyperCoeffsRule
       direct = nn::MulOp::create(
           b, dp, nn::ReshapeOp::create(b, RankedTensorType::get({features}, elt), w));
     else
-      direct = nn::MatMulOp::create(
-          b, dp, nn::TransposeOp::create(b, w, b.getDenseI64ArrayAttr({1, 0})));
+      direct = nn::MatMulOp::create(b, dp, transposeLast(b, w));
     Value dot = nn::ReduceSumOp::create(b, nn::MulOp::create(b, dz, p), axis, b.getBoolAttr(true));
     Value r3 = nn::MulOp::create(b, r, nn::MulOp::create(b, r, r));
     Value coef = nn::MulOp::create(
@@ -185,13 +185,7 @@ struct HyperWriteRule
                               SmallVectorImpl<Value> &out) const {
     auto op = cast<residual::HyperWriteOp>(raw);
     Value res = op.getRes();
-    int64_t resRank = cast<RankedTensorType>(res.getType()).getRank();
-    SmallVector<int64_t> perm;
-    for (int64_t i = 0; i < resRank; ++i)
-      perm.push_back(i);
-    std::swap(perm[resRank - 2], perm[resRank - 1]);
-    Value dx = nn::MatMulOp::create(b, nn::TransposeOp::create(b, res, b.getDenseI64ArrayAttr(perm)),
-                                    g[0]);
+    Value dx = nn::MatMulOp::create(b, transposeLast(b, res), g[0]);
     if (dx.getType() != op.getX().getType())
       dx = broadcastTo(b, dx, op.getX().getType());
     out.push_back(dx);
@@ -200,13 +194,7 @@ struct HyperWriteRule
                                                 op.getLayerAttr()));
     Value dpost = sumAxis(b, nn::MulOp::create(b, g[0], unsqueezeAt(b, op.getU(), -2)), -1);
     out.push_back(sumToShape(b, dpost, op.getPost().getType()));
-    int64_t xRank = cast<RankedTensorType>(op.getX().getType()).getRank();
-    SmallVector<int64_t> xPerm;
-    for (int64_t i = 0; i < xRank; ++i)
-      xPerm.push_back(i);
-    std::swap(xPerm[xRank - 2], xPerm[xRank - 1]);
-    Value dres = nn::MatMulOp::create(
-        b, g[0], nn::TransposeOp::create(b, op.getX(), b.getDenseI64ArrayAttr(xPerm)));
+    Value dres = nn::MatMulOp::create(b, g[0], transposeLast(b, op.getX()));
     out.push_back(sumToShape(b, dres, cast<RankedTensorType>(res.getType())));
     return success();
   }

@@ -25,6 +25,9 @@ namespace rewire::autodiff {
 mlir::Value sumToShape(mlir::ImplicitLocOpBuilder &b, mlir::Value grad,
                        mlir::RankedTensorType target);
 
+/// `x` with its last two dimensions swapped (nn.transpose).
+mlir::Value transposeLast(mlir::ImplicitLocOpBuilder &b, mlir::Value x);
+
 /// The adjoint of `rhs` (of type `rhs`) in `lhs . rhs` (nn.matmul) given the
 /// result's adjoint `g`: `lhs^T . g`, summed over broadcast batch dimensions;
 /// a 2-D weight shared by a static batch gets one product over all rows.

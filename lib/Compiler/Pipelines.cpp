@@ -86,7 +86,8 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // On nn ops (no tensor.empty inits yet) cse is safe, and it merges what
   // the forms' decompositions and reverse rules compute alike: a hyper
   // stream's rms scale, once per coefficient set and again in the backward,
-  // and the projections the backward recomputes.
+  // and the projections the backward recomputes. Then products sharing a
+  // left operand (the three projections of one stream) become one.
   if (options.optLevel > 0) {
     fn.addPass(createCSEPass());
     fn.addPass(rewire::createFuseSiblingMatmuls());

@@ -63,7 +63,6 @@ bool pays(ArrayRef<nn::MatMulOp> group) {
 void fuse(ArrayRef<nn::MatMulOp> group) {
   nn::MatMulOp first = group.front();
   ImplicitLocOpBuilder b(first.getLoc(), first);
-  auto lhsType = cast<RankedTensorType>(first.getLhs().getType());
   auto resultType = cast<RankedTensorType>(first.getType());
   int64_t k = cast<RankedTensorType>(first.getRhs().getType()).getDimSize(0);
   SmallVector<Value> rhs;
@@ -74,7 +73,7 @@ void fuse(ArrayRef<nn::MatMulOp> group) {
     widths.push_back(cast<RankedTensorType>(op.getRhs().getType()).getDimSize(1));
     total += widths.back();
   }
-  Type elt = lhsType.getElementType();
+  Type elt = resultType.getElementType();
   Value cat = nn::ConcatOp::create(b, RankedTensorType::get({k, total}, elt), rhs,
                                    b.getI64IntegerAttr(1));
   SmallVector<int64_t> shape(resultType.getShape());
