@@ -8,19 +8,28 @@ parity.py DIR RUN RESULTS
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
 d, run, res = sys.argv[1], sys.argv[2], sys.argv[3]
+# The GPU's outputs go to a scratch folder: the results folder comes back
+# from the device (a few files only).
+scratch = tempfile.mkdtemp(prefix="parity-")
 passed = failed = 0
 for line in open(os.path.join(d, "parity", "manifest.txt")):
     art, fn, refs, *ins = line.split()
     refs = refs.split(",")
-    got = [os.path.join(res, "got%d.npy" % i) for i in range(len(refs))]
+    got = [os.path.join(scratch, "got%d.npy" % i) for i in range(len(refs))]
     cmd = [run, os.path.join(d, "parity", art + ".rwcu"), "--function=" + fn, "--benchmark=2",
            "--print-max-elements=0"] + ["--input=@" + os.path.join(d, "parity", x) for x in ins] \
         + ["--output=@" + g for g in got]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        failed += 1
+        print("parity FAIL %s %s: no answer in 120 s" % (art, fn))
+        continue
     if r.returncode != 0:
         failed += 1
         print("parity FAIL %s %s: %s" % (art, fn, (r.stderr or r.stdout).strip()))

@@ -16,6 +16,11 @@ PY=/usr/bin/python3
 export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 rm -rf "$OUT" && mkdir -p "$OUT"/{bin,lib,parity,bench}
 cp "$BIN/rewire-run" "$BIN/rewire-train" "$OUT/bin/" && cp "$ROOT/build/lib/librewire_runtime.so" "$OUT/lib/"
+# Every shared library they load that a bare CUDA image may lack (oneDNN,
+# libomp, protobuf, ...): all but the C and C++ runtimes and the loader.
+for f in "$OUT"/bin/* "$OUT"/lib/*.so; do ldd "$f"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so' |
+  grep -v "^$ROOT/build/lib/librewire_runtime" | while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
 # cuda_compile SOURCE ARTIFACT [FLAGS]: for the GPU, plus the emulator's
 # kernels with EMULATE=1.
 if [ "${EMULATE:-0}" = 1 ]; then
@@ -33,7 +38,7 @@ cuda_compile() {
 $PY "$ROOT/test/GPU/Inputs/row_ops.py" > "$OUT/parity/ops.mlir"
 "$BIN/rewire-compile" "$OUT/parity/ops.mlir" --precise-math -o "$OUT/parity/ops.rwx"
 cuda_compile "$OUT/parity/ops.mlir" "$OUT/parity/ops.rwcu"
-forms="none review nag ancre denseformer highway lpa"
+forms="none review nag ancre denseformer highway lpa laurel hc mhc value-residual"
 for f in $forms; do
   flags=""; [ "$f" = none ] || flags="--residual=$f"
   "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math $flags -o "$OUT/parity/gpt-$f.rwx"
@@ -53,16 +58,20 @@ rm -rf "$OUT/models"
 # A whole AdamW train step of the tiny GPT (forward, backward, optimizer).
 "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math --train=adamw -o "$OUT/parity/gpt-train.rwx"
 cuda_compile "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" "$OUT/parity/gpt-train.rwcu" --train=adamw
+for f in hc mhc laurel; do
+  "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math --residual=$f --train=adamw -o "$OUT/parity/gpt-train-$f.rwx"
+  cuda_compile "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" "$OUT/parity/gpt-train-$f.rwcu" --residual=$f --train=adamw
+done
 $PY - "$OUT/parity" "$ROOT" "$forms" "$models" <<'PYEOF'
 import os, subprocess, sys
 import numpy as np
 out, root, forms, models = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 
 
-def train_inputs(rng):
+def train_inputs(rng, art):
     """train_step's inputs by name: token ids, soft targets, AdamW state
     (v >= 0), positive bias corrections and learning rate, small weights."""
-    desc = subprocess.run([root + "/build/bin/rewire-run", out + "/gpt-train.rwx", "--describe"],
+    desc = subprocess.run([root + "/build/bin/rewire-run", out + "/" + art + ".rwx", "--describe"],
                           capture_output=True, text=True, check=True).stdout
     section = desc.split("function train_step")[1].split("function ")[0]
     arrays = []
@@ -100,7 +109,8 @@ for line in listing.splitlines():
                                 for s in shapes]))
 for f in forms:
     cases.append(("gpt-" + f, "forward", [("i64", (2, 8))]))
-cases.append(("gpt-train", "train_step", None))
+for t in ("gpt-train", "gpt-train-hc", "gpt-train-mhc", "gpt-train-laurel"):
+    cases.append((t, "train_step", None))
 for m in models:
     cases.append(("model-" + m, "forward", "given"))
 with open(out + "/manifest.txt", "w") as man:
@@ -111,10 +121,15 @@ with open(out + "/manifest.txt", "w") as man:
             ins = ["%s.in0.npy" % label]
             arrays = []
         else:
-            arrays = train_inputs(rng) if specs is None else [
+            arrays = train_inputs(rng, art) if specs is None else [
                 rng.integers(0, 64, size=shape).astype(np.int64) if dt == "i64"
                 else rng.standard_normal(shape).astype(np.float32) for dt, shape in specs]
         for i, a in enumerate(arrays):
+            if a.dtype == np.float32:
+                # 8 significant bits (bf16-representable values): random
+                # still, but the carried inputs compress 2x (the device tool
+                # carries 64 MiB with the source tree).
+                a = (a.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
             p = "%s/%s.in%d.npy" % (out, label, i)
             np.save(p, a)
             ins.append(os.path.basename(p))
@@ -162,3 +177,10 @@ $PY "$ROOT/bench/gpu/bench_ops.py" > "$OUT/bench/ops.mlir"
 cuda_compile "$OUT/bench/ops.mlir" "$OUT/bench/ops.rwcu"
 echo "${BENCH_ROWS:-32768}" > "$OUT/bench/rows.txt"
 du -sh "$OUT"
+# The device tool carries at most 64 MiB with the source tree: a compressed
+# copy (random inputs barely compress; PTX and cubins do, 5x). On the device:
+#   python3 -c "import tarfile; tarfile.open('build/gpu-pack/gpu-check.tar.xz').extractall('build')"
+PACK=$(dirname "$OUT")/gpu-pack
+rm -rf "$PACK" && mkdir -p "$PACK"
+tar -C "$(dirname "$OUT")" -cf - "$(basename "$OUT")" | xz -T2 -6 > "$PACK/gpu-check.tar.xz"
+du -sh "$PACK"
