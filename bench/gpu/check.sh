@@ -25,17 +25,20 @@ if [ "${EMULATE:-0}" = 1 ]; then
 fi
 PY=${PYTHON:-python3}
 RUN="$DIR/bin/rewire-run"
+# PARTS=parity,train,kernels,trainbench runs only those (default: all; a
+# rerun of one part costs less of the lease).
+want() { [[ ",${PARTS:-all}," == *",all,"* || ",${PARTS:-all}," == *",$1,"* ]]; }
 {
   echo "# device check $(date -u +%Y-%m-%dT%H:%MZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
   # A library the carried binaries cannot find shows here, before the runs fail on it.
   ldd "$RUN" "$DIR/lib/librewire_runtime.so" | grep "not found" || echo "libraries: all found"
   "$RUN" --version 2>&1 | head -3
-  "$PY" "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
+  want parity && "$PY" "$(dirname "$0")/parity.py" "$DIR" "$RUN" "$RES"
 } 2>&1 | tee "$RES/parity.txt"
 
 # Training: 20 AdamW steps on the GPU against the CPU's loss curve.
-{
+want train && {
   flags=$(sed "s|--data=[^ ]*|--data=$DIR/train/tokens.bin|" "$DIR/train/flags.txt")
   timeout 180 "$DIR/bin/rewire-train" "$DIR/train/model.rwx" --device=cuda $flags --metrics="$RES/gpu-train.csv" 2>&1 | tail -2
   "$PY" -c "
@@ -59,17 +62,19 @@ declare -A INPUTS=(
   [rms_norm]="--input=$T=0.5 --input=4096xf32=1"
   [softmax]="--input=$T=0.5"
 )
-{
+want kernels && {
   for fn in add scale_add mix3 nag_add layer_norm rms_norm softmax; do
     timeout 60 "$RUN" "$B" --function=$fn ${INPUTS[$fn]} --benchmark=5 --profile=20 --print-max-elements=0 2>&1 \
       | grep -E "^profile:|device time|error" | sed "s/^/rewire $fn: /"
   done
 } 2>&1 | tee "$RES/rewire-bench.txt"
-if [ "${EMULATE:-0}" = 1 ]; then
+if ! want kernels; then
+  :
+elif [ "${EMULATE:-0}" = 1 ]; then
   echo "(emulator dry run: no PyTorch GPU side)" | tee "$RES/torch-bench.txt"
 else
   timeout ${TORCH_BENCH_S:-180} "$PY" "$(dirname "$0")/torch_bench.py" 2>&1 | tee "$RES/torch-bench.txt"
 fi
 # A training step: Rewire's compiled AdamW step vs PyTorch eager and torch.compile.
-EMULATE=${EMULATE:-0} timeout ${TRAIN_BENCH_S:-240} "$PY" "$(dirname "$0")/train_bench.py" "$DIR" "$RUN" "$RES" 2>&1 | tee "$RES/train-bench.txt"
-"$PY" "$(dirname "$0")/summarize.py" "$RES" | tee "$RES/summary.md"
+want trainbench && EMULATE=${EMULATE:-0} timeout ${TRAIN_BENCH_S:-240} "$PY" "$(dirname "$0")/train_bench.py" "$DIR" "$RUN" "$RES" 2>&1 | tee "$RES/train-bench.txt"
+[ -e "$RES/rewire-bench.txt" ] && "$PY" "$(dirname "$0")/summarize.py" "$RES" | tee "$RES/summary.md"

@@ -40,7 +40,8 @@ try:
             train["model"] = parts[2]
         elif line.startswith("train rewire ") and len(parts) == 3:
             train["rewire"] = float(parts[2])
-        elif line.startswith("train torch eager "):
+        # (a failed side prints "train torch eager failed: ..." to stderr first)
+        elif re.match(r"train torch eager \S+ compiled \S+$", line.strip()):
             train["eager"], train["compiled"] = float(parts[3]), float(parts[5])
 except FileNotFoundError:
     pass

@@ -87,6 +87,9 @@ def torch_ms():
     import train_model
     if not torch.cuda.is_available():
         return float("nan"), float("nan")
+    # The test models build index tensors (positions, the mask's -inf) in
+    # forward without a device: make them on the GPU too.
+    torch.set_default_device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     results = []
