@@ -87,9 +87,6 @@ def torch_ms():
     import train_model
     if not torch.cuda.is_available():
         return float("nan"), float("nan")
-    # The test models build index tensors (positions, the mask's -inf) in
-    # forward without a device: make them on the GPU too.
-    torch.set_default_device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     results = []
@@ -118,8 +115,10 @@ def torch_ms():
             torch.cuda.synchronize()
             results.append(start.elapsed_time(stop) / 20)
         except Exception as e:  # report, do not hide
+            import traceback
             print("train torch %s failed: %s" % ("compiled" if compiled else "eager",
                                                  str(e).splitlines()[0]), file=sys.stderr)
+            print("\n".join(traceback.format_exc().splitlines()[-25:]), file=sys.stderr)
             results.append(float("nan"))
     return results
 

@@ -57,7 +57,7 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(D)
 
     def forward(self, ids):
-        x = self.wte(ids) + self.wpe(torch.arange(T))
+        x = self.wte(ids) + self.wpe(torch.arange(T, device=ids.device))
         for blk in self.h:
             x = blk(x)
         return self.ln_f(x) @ self.wte.weight.t()
