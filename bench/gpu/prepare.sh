@@ -169,7 +169,13 @@ TRAIN_BENCH=${TRAIN_BENCH:-$([ "${EMULATE:-0}" = 1 ] && echo 1,64,4,16,2,1000 ||
 mkdir -p "$OUT/trainbench"
 $PY "$ROOT/bench/gpu/train_model.py" "$OUT/trainbench/model.onnx" "$TRAIN_BENCH"
 cuda_compile "$OUT/trainbench/model.onnx" "$OUT/trainbench/model.rwcu" --train=adamw:loss=cross_entropy
-rm -f "$OUT/trainbench/model.onnx" "$OUT/trainbench/model.params.safetensors"
+# The same step under the 2025-26 forms (their training-time overhead on
+# the GPU; TRAIN_FORMS= for none).
+for f in ${TRAIN_FORMS-hc mhc laurel value-residual}; do
+  cuda_compile "$OUT/trainbench/model.onnx" "$OUT/trainbench/model-$f.rwcu" --residual=$f \
+    --train=adamw:loss=cross_entropy
+done
+rm -f "$OUT/trainbench/model.onnx" "$OUT"/trainbench/*.params.safetensors
 echo "$TRAIN_BENCH" > "$OUT/trainbench/dims.txt"
 
 # Benchmark: the fused kernels at >= 1 GB of traffic each.

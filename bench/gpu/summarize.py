@@ -40,6 +40,8 @@ try:
             train["model"] = parts[2]
         elif line.startswith("train rewire ") and len(parts) == 3:
             train["rewire"] = float(parts[2])
+        elif line.startswith("train rewire-") and len(parts) == 3:
+            train.setdefault("forms", []).append((parts[1][len("rewire-"):], float(parts[2])))
         # (a failed side prints "train torch eager failed: ..." to stderr first)
         elif re.match(r"train torch eager \S+ compiled \S+$", line.strip()):
             train["eager"], train["compiled"] = float(parts[3]), float(parts[5])
@@ -54,3 +56,9 @@ if train:
     print("|---|---|---|---|---|---|")
     print("| AdamW step, cross-entropy | %.3f | %.3f | %.3f | %.2fx | %.2fx |"
           % (r, e, c, e / r if r else nan, c / r if r else nan))
+    if train.get("forms"):
+        print()
+        print("| form (same step) | Rewire ms | overhead over the plain step |")
+        print("|---|---|---|")
+        for form, ms in train["forms"]:
+            print("| %s | %.3f | %+.1f%% |" % (form, ms, 100 * (ms / r - 1) if r else nan))

@@ -25,7 +25,7 @@ art = os.path.join(d, "trainbench", "model.rwcu")
 spec = open(os.path.join(d, "trainbench", "dims.txt")).read().strip()
 
 
-def describe():
+def describe(art):
     out = subprocess.run([run, art, "--describe"], capture_output=True, text=True, check=True).stdout
     funcs, cur = {}, None
     for line in out.splitlines():
@@ -65,7 +65,7 @@ def write_params(path, funcs):
             f.write(b)
 
 
-def rewire_ms(funcs, params):
+def rewire_ms(art, funcs, params):
     inputs = []
     for name, ty in funcs["train_step"]:
         value = "1" if ty.endswith("i64") or ty.endswith("i1") else "0.01"
@@ -123,14 +123,20 @@ def torch_ms():
     return results
 
 
-funcs = describe()
 # Generated weights are large (270 MB at GPT-2 sizes): not among the results.
 params = os.path.join(os.environ.get("TMPDIR", "/tmp"), "trainbench.params.safetensors")
-write_params(params, funcs)
 print("train model %s (layers,d,heads,T,B,V)" % spec)
-print("train rewire %.4f" % rewire_ms(funcs, params))
-sys.stdout.flush()
-if os.environ.get("EMULATE", "0") != "1":
+# The plain model, then the same model rewritten into each form prepare.sh
+# compiled (model-FORM.rwcu): the form's training-time overhead.
+forms = sorted(f[len("model-"):-len(".rwcu")] for f in os.listdir(os.path.dirname(art))
+               if f.startswith("model-") and f.endswith(".rwcu"))
+for form in [None] + forms:
+    a = art if form is None else os.path.join(os.path.dirname(art), "model-%s.rwcu" % form)
+    funcs = describe(a)
+    write_params(params, funcs)
+    print("train rewire%s %.4f" % ("" if form is None else "-" + form, rewire_ms(a, funcs, params)))
+    sys.stdout.flush()
+if os.environ.get("EMULATE", "0") != "1" and os.environ.get("TORCH_SIDE", "1") != "0":
     eager, compiled = torch_ms()
     print("train torch eager %.4f compiled %.4f" % (eager, compiled))
 os.remove(params)

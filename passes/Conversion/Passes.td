@@ -405,6 +405,43 @@ def MathApproximation : Pass<"rewire-math-approximation", "::mlir::func::FuncOp"
 }
 
 
+def SplitLongReductions : Pass<"rewire-split-long-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split reductions to a few values into partial sums and a combine (GPU)";
+  let description = [{
+    The first step of the CUDA pipeline, on tensors. A reduction with few
+    outputs and a long reduction — the gradient of a scalar gate (ReZero's
+    alpha, LAuReL's weights) sums `dy * f` over every token and feature:
+    one output, 1.5 million terms for a GPT at B 8, T 256, d 768 — gets
+    at most 16 GPU threads per output from `rewire-kernels-to-gpu`: tens
+    of milliseconds of latency-bound loads per call on an H200. This pass
+    rewrites it, with MLIR's `linalg::splitReduction`, into `P` partial
+    sums (a parallel dimension, element `k` of the reduction going to
+    partial `k mod P`, so neighbouring threads read neighbouring
+    addresses) and a second reduction over the partials into the original
+    init, so the first op has `outputs x P` independent sums.
+
+    Applies to ops with static shapes, one combiner MLIR recognizes (add,
+    mul, min, max, and, or) and at most `max-outputs` outputs whose
+    reduction covers at least `min-length` points; several reduction
+    dimensions are first collapsed into one where every operand reads
+    them contiguously (`linalg::collapseOpIterationDims`). `P` is the
+    largest power of two, at most `partials` / outputs, that divides the
+    reduction (at least 16). Contractions are left to cuBLAS. The sums
+    change order (fp32 results differ from the CPU's in the last bits:
+    partial sums, closer to pairwise summation).
+  }];
+  let options = [
+    Option<"minLength", "min-length", "int64_t", /*default=*/"32768",
+           "Split only reductions of at least this many points">,
+    Option<"maxOutputs", "max-outputs", "int64_t", /*default=*/"1024",
+           "Split only reductions with at most this many outputs">,
+    Option<"partials", "partials", "int64_t", /*default=*/"4096",
+           "Partial sums in all (outputs x P) at most">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def OutlineKernels : Pass<"rewire-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Group linalg ops over the same rows into kernel functions (GPU)";
   let description = [{

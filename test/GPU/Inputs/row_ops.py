@@ -69,10 +69,23 @@ def wide_ops(w):
            f"nn.layer_norm %x, %g, %b : {T}, {t((w,))}, {t((w,))}")
 
 
+def long_reductions():
+    """Reductions to a few values over many points (a scalar gate's
+    gradient; a per-channel one over all tokens): split into partial sums
+    by rewire-split-long-reductions."""
+    S = (32, 64, 64)
+    yield ("sum_all", [("x", S)],
+           f"nn.reduce_sum %x {{axes = array<i64: 0, 1, 2>, keepdims = false}} : ({t(S)}) -> {t(())}")
+    C = (256, 256, 4)
+    yield ("sum_rows", [("x", C)],
+           f"nn.reduce_sum %x {{axes = array<i64: 0, 1>, keepdims = false}} : ({t(C)}) -> {t((4,))}")
+
+
 def all_ops():
     for w in WIDTHS:
         yield w, ops(w)
     yield WIDE, wide_ops(WIDE)
+    yield None, long_reductions()
 
 
 def main():
@@ -86,7 +99,8 @@ def main():
                     ("x".join(str(d) for d in a[1]) if a[1] else "scalar") for a in args))
                 continue
             sig = ", ".join(f"%{a[0]}: {t(a[1], *a[2:])}" for a in args)
-            rt = (t(ROWS + (1,)) if name.startswith("nag_gate")
+            rt = (t(()) if name == "sum_all" else t((4,)) if name == "sum_rows"
+                  else t(ROWS + (1,)) if name.startswith("nag_gate")
                   else t((w,)) if name.startswith("colsum")
                   else t((64, w)) if name.startswith("embedding_grad") else t(ROWS + (w,)))
             out.append(f"  func.func @{name}({sig}) -> {rt} {{")
