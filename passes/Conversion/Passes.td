@@ -420,8 +420,9 @@ def SplitLongReductions : Pass<"rewire-split-long-reductions", "::mlir::func::Fu
     addresses) and a second reduction over the partials into the original
     init, so the first op has `outputs x P` independent sums.
 
-    Applies to ops with static shapes, one combiner MLIR recognizes (add,
-    mul, min, max, and, or) and at most `max-outputs` outputs whose
+    Applies to ops with static shapes, no `linalg.index` (a position-
+    dependent body, an arg-max), one combiner MLIR recognizes (add, mul,
+    min, max, and, or) and at most `max-outputs` outputs whose
     reduction covers at least `min-length` points; several reduction
     dimensions are first collapsed into one where every operand reads
     them contiguously (`linalg::collapseOpIterationDims`). `P` is the

@@ -108,3 +108,26 @@ func.func @kept(%g: tensor<2048x768xf32>, %b: tensor<768xf32>, %p: tensor<32771x
   %2 = linalg.matmul ins(%a, %v : tensor<1x65536xf32>, tensor<65536x1xf32>) outs(%o : tensor<1x1xf32>) -> tensor<1x1xf32>
   return %0, %1, %2 : tensor<768xf32>, tensor<f32>, tensor<1x1xf32>
 }
+
+// -----
+
+// A body that reads its position (linalg.index) stays: its partial sums
+// would see other positions.
+// CHECK-LABEL: func.func @indexed(
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.index 0
+#all = affine_map<(d0) -> (d0)>
+#none = affine_map<(d0) -> ()>
+func.func @indexed(%p: tensor<65536xf32>, %s: tensor<f32>) -> tensor<f32> {
+  %0 = linalg.generic {indexing_maps = [#all, #none], iterator_types = ["reduction"]}
+      ins(%p : tensor<65536xf32>) outs(%s : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    %f = arith.sitofp %c : i64 to f32
+    %w = arith.mulf %x, %f : f32
+    %y = arith.addf %w, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -67,7 +67,8 @@ struct SplitLongReductionsPass
   /// Whether `op` is a reduction this pass should split.
   bool isCandidate(linalg::LinalgOp op) const {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-        op.getNumReductionLoops() == 0 || isa<linalg::FillOp>(op.getOperation()) ||
+        op.getNumReductionLoops() == 0 || op.hasIndexSemantics() ||
+        isa<linalg::FillOp>(op.getOperation()) ||
         isa<linalg::ContractionOpInterface>(op.getOperation()))
       return false;
     if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()); generic && rewire::gpu::isGemm(generic))
