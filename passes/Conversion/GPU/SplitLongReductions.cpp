@@ -77,8 +77,23 @@ struct SplitLongReductionsPass
     return counts && counts->outputs <= maxOutputs && counts->reduction >= minLength;
   }
 
-  /// Splits `op`; leaves it as it is where the upstream transform does not apply.
+  /// The most partial sums per output (a power of two, at least 16, each
+  /// summing at least 16 points) that divide the reduction; 0 for none.
+  int64_t partialsFor(const LoopCounts &counts) const {
+    int64_t ratio = llvm::PowerOf2Ceil(std::max<int64_t>(1, partials / counts.outputs) + 1) / 2;
+    while (ratio >= 16 && counts.reduction % ratio != 0)
+      ratio /= 2;
+    return ratio >= 16 && counts.reduction / ratio >= 16 ? ratio : 0;
+  }
+
+  /// Splits `op`. Where a step does not apply, the op stays unsplit —
+  /// possibly with its unit dims dropped and its reduction loops collapsed,
+  /// the same computation.
   void split(IRRewriter &rewriter, linalg::LinalgOp op) const {
+    std::optional<LoopCounts> counts = countLoops(op);
+    int64_t ratio = counts ? partialsFor(*counts) : 0;
+    if (ratio == 0)
+      return;
     rewriter.setInsertionPoint(op);
     // Named ops (linalg.reduce) as generics: the transforms below take those.
     if (!isa<linalg::GenericOp>(op.getOperation())) {
@@ -112,19 +127,8 @@ struct SplitLongReductionsPass
     }
     if (op.getNumReductionLoops() != 1)
       return;
-    std::optional<LoopCounts> counts = countLoops(op);
-    if (!counts)
-      return;
-    // The most partial sums (a power of two) that divide the reduction.
-    int64_t ratio = llvm::PowerOf2Ceil(std::max<int64_t>(1, partials / counts->outputs) + 1) / 2;
-    while (ratio >= 16 && counts->reduction % ratio != 0)
-      ratio /= 2;
-    if (ratio < 16 || counts->reduction / ratio < 16)
-      return;
-    // The partials first ([P, outputs...]): the combine reduces a leading
-    // dimension, a generic kernel's split reduction (a reduction over the
-    // last axis would join a row group, which cannot return a filled
-    // buffer).
+    // The partial index leads ([P, outputs...]): the combine's threads, one
+    // per output along the innermost dimension, read neighbouring addresses.
     auto control = [&](linalg::LinalgOp) {
       return linalg::SplitReductionOptions{ratio, /*index=*/0, /*innerParallel=*/true};
     };
