@@ -2,8 +2,12 @@
 # Prepares the device check on a machine WITHOUT a GPU (this one): compiles
 # the parity and benchmark models for CUDA, computes the CPU references,
 # and gathers what the device needs (rewire-run and the runtime library: no
-# MLIR, no LLVM) into build/gpu-check. Then, with the device tool:
-#   run(command="bash bench/gpu/check.sh build/gpu-check", carry=["build/gpu-check"])
+# MLIR, no LLVM) into build/gpu-check, and packs it (xz) into
+# build/gpu-pack: the device tool carries 64 MiB with the source tree. Then:
+#   run(carry=["build/gpu-pack"], command="python3 -c \"import tarfile;
+#       tarfile.open('build/gpu-pack/gpu-check.tar.xz').extractall('build')\"
+#       && bash bench/gpu/check.sh build/gpu-check")
+# (2 minutes on an H200; PARTS=trainbench TORCH_SIDE=0 reruns a part.)
 # EMULATE=1 prepares a dry run on the CUDA emulator instead (kernels for the
 # CPU in OUT/emu, a small benchmark size): `EMULATE=1 bash bench/gpu/check.sh
 # build/gpu-check` then runs the whole check here, without PyTorch's GPU side.
@@ -58,14 +62,17 @@ rm -rf "$OUT/models"
 # A whole AdamW train step of the tiny GPT (forward, backward, optimizer).
 "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math --train=adamw -o "$OUT/parity/gpt-train.rwx"
 cuda_compile "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" "$OUT/parity/gpt-train.rwcu" --train=adamw
-for f in hc mhc laurel; do
+# (the emulator's dry run checks the scripts: the plain step only)
+PARITY_TRAIN_FORMS=${PARITY_TRAIN_FORMS-$([ "${EMULATE:-0}" = 1 ] || echo hc mhc laurel)}
+for f in $PARITY_TRAIN_FORMS; do
   "$BIN/rewire-compile" "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" --precise-math --residual=$f --train=adamw -o "$OUT/parity/gpt-train-$f.rwx"
   cuda_compile "$ROOT/examples/tiny-gpt/tiny-gpt.onnx" "$OUT/parity/gpt-train-$f.rwcu" --residual=$f --train=adamw
 done
-$PY - "$OUT/parity" "$ROOT" "$forms" "$models" <<'PYEOF'
+$PY - "$OUT/parity" "$ROOT" "$forms" "$models" "$PARITY_TRAIN_FORMS" <<'PYEOF'
 import os, subprocess, sys
 import numpy as np
 out, root, forms, models = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
+train_forms = sys.argv[5].split()
 
 
 def train_inputs(rng, art):
@@ -109,7 +116,7 @@ for line in listing.splitlines():
                                 for s in shapes]))
 for f in forms:
     cases.append(("gpt-" + f, "forward", [("i64", (2, 8))]))
-for t in ("gpt-train", "gpt-train-hc", "gpt-train-mhc", "gpt-train-laurel"):
+for t in ["gpt-train"] + ["gpt-train-" + f for f in train_forms]:
     cases.append((t, "train_step", None))
 for m in models:
     cases.append(("model-" + m, "forward", "given"))
@@ -171,7 +178,7 @@ $PY "$ROOT/bench/gpu/train_model.py" "$OUT/trainbench/model.onnx" "$TRAIN_BENCH"
 cuda_compile "$OUT/trainbench/model.onnx" "$OUT/trainbench/model.rwcu" --train=adamw:loss=cross_entropy
 # The same step under the 2025-26 forms (their training-time overhead on
 # the GPU; TRAIN_FORMS= for none).
-for f in ${TRAIN_FORMS-hc mhc laurel value-residual}; do
+for f in ${TRAIN_FORMS-$([ "${EMULATE:-0}" = 1 ] || echo hc mhc laurel value-residual)}; do
   cuda_compile "$OUT/trainbench/model.onnx" "$OUT/trainbench/model-$f.rwcu" --residual=$f \
     --train=adamw:loss=cross_entropy
 done
@@ -187,6 +194,6 @@ du -sh "$OUT"
 # copy (random inputs barely compress; PTX and cubins do, 5x). On the device:
 #   python3 -c "import tarfile; tarfile.open('build/gpu-pack/gpu-check.tar.xz').extractall('build')"
 PACK=$(dirname "$OUT")/gpu-pack
-rm -rf "$PACK" && mkdir -p "$PACK"
+mkdir -p "$PACK"
 tar -C "$(dirname "$OUT")" -cf - "$(basename "$OUT")" | xz -T2 -6 > "$PACK/gpu-check.tar.xz"
 du -sh "$PACK"
