@@ -190,9 +190,8 @@ $PY "$ROOT/bench/gpu/bench_ops.py" > "$OUT/bench/ops.mlir"
 cuda_compile "$OUT/bench/ops.mlir" "$OUT/bench/ops.rwcu"
 echo "${BENCH_ROWS:-32768}" > "$OUT/bench/rows.txt"
 du -sh "$OUT"
-# The device tool carries at most 64 MiB with the source tree: a compressed
-# copy (random inputs barely compress; PTX and cubins do, 5x). On the device:
-#   python3 -c "import tarfile; tarfile.open('build/gpu-pack/gpu-check.tar.xz').extractall('build')"
+# The pack the header's run() carries (random inputs barely compress; PTX
+# and cubins do, 5x).
 PACK=$(dirname "$OUT")/gpu-pack
 mkdir -p "$PACK"
 tar -C "$(dirname "$OUT")" -cf - "$(basename "$OUT")" | xz -T2 -6 > "$PACK/gpu-check.tar.xz"

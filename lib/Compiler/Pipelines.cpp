@@ -149,11 +149,11 @@ void rewire::compiler::buildCpuPipeline(OpPassManager &pm, const CompileOptions 
 }
 
 void rewire::compiler::buildGpuPipeline(OpPassManager &pm) {
-  // Private kernel functions take views as they are (inferred layouts, no
-  // copies); rewire-kernels-to-gpu gives the entry points identity layouts.
   // Reductions to a few values (a scalar gate's gradient) first get
   // partial sums: thousands of threads instead of 16 per output.
   pm.addNestedPass<func::FuncOp>(rewire::createSplitLongReductions());
+  // Private kernel functions take views as they are (inferred layouts, no
+  // copies); rewire-kernels-to-gpu gives the entry points identity layouts.
   pm.addPass(rewire::createOutlineKernels());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOneShotBufferizePass(

@@ -64,36 +64,30 @@ struct SplitLongReductionsPass
     : rewire::impl::SplitLongReductionsBase<SplitLongReductionsPass> {
   using Base::Base;
 
-  /// Whether `op` is a reduction this pass should split.
-  bool isCandidate(linalg::LinalgOp op) const {
+  /// The partial sums per output to split `op` into (a power of two, at
+  /// least 16, each summing at least 16 points, dividing the reduction);
+  /// 0 where this pass leaves `op` alone.
+  int64_t partialsFor(linalg::LinalgOp op) const {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
         op.getNumReductionLoops() == 0 || op.hasIndexSemantics() ||
         isa<linalg::FillOp>(op.getOperation()) ||
         isa<linalg::ContractionOpInterface>(op.getOperation()))
-      return false;
+      return 0;
     if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()); generic && rewire::gpu::isGemm(generic))
-      return false; // cuBLAS
+      return 0; // cuBLAS
     std::optional<LoopCounts> counts = countLoops(op);
-    return counts && counts->outputs <= maxOutputs && counts->reduction >= minLength;
-  }
-
-  /// The most partial sums per output (a power of two, at least 16, each
-  /// summing at least 16 points) that divide the reduction; 0 for none.
-  int64_t partialsFor(const LoopCounts &counts) const {
-    int64_t ratio = llvm::PowerOf2Ceil(std::max<int64_t>(1, partials / counts.outputs) + 1) / 2;
-    while (ratio >= 16 && counts.reduction % ratio != 0)
+    if (!counts || counts->outputs > maxOutputs || counts->reduction < minLength)
+      return 0;
+    int64_t ratio = llvm::PowerOf2Ceil(std::max<int64_t>(1, partials / counts->outputs) + 1) / 2;
+    while (ratio >= 16 && counts->reduction % ratio != 0)
       ratio /= 2;
-    return ratio >= 16 && counts.reduction / ratio >= 16 ? ratio : 0;
+    return ratio >= 16 && counts->reduction / ratio >= 16 ? ratio : 0;
   }
 
-  /// Splits `op`. Where a step does not apply, the op stays unsplit —
-  /// possibly with its unit dims dropped and its reduction loops collapsed,
-  /// the same computation.
-  void split(IRRewriter &rewriter, linalg::LinalgOp op) const {
-    std::optional<LoopCounts> counts = countLoops(op);
-    int64_t ratio = counts ? partialsFor(*counts) : 0;
-    if (ratio == 0)
-      return;
+  /// Splits `op` into `ratio` partial sums per output. Where a step does
+  /// not apply, the op stays unsplit — possibly with its unit dims dropped
+  /// and its reduction loops collapsed, the same computation.
+  void split(IRRewriter &rewriter, linalg::LinalgOp op, int64_t ratio) const {
     rewriter.setInsertionPoint(op);
     // Named ops (linalg.reduce) as generics: the transforms below take those.
     if (!isa<linalg::GenericOp>(op.getOperation())) {
@@ -137,16 +131,16 @@ struct SplitLongReductionsPass
   }
 
   void runOnOperation() override {
-    SmallVector<linalg::LinalgOp> candidates;
+    SmallVector<std::pair<linalg::LinalgOp, int64_t>> candidates;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (isCandidate(op))
-        candidates.push_back(op);
+      if (int64_t ratio = partialsFor(op))
+        candidates.emplace_back(op, ratio);
     });
     if (candidates.empty())
       return;
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : candidates)
-      split(rewriter, op);
+    for (auto [op, ratio] : candidates)
+      split(rewriter, op, ratio);
     // The reshapes around the split ops fold away (a collapse of an expand,
     // a fill seen through a reshape): entry results keep static layouts.
     RewritePatternSet patterns(&getContext());
