@@ -28,7 +28,8 @@ ROOT = os.path.dirname(HERE)
 SHAPES = [(512, 3072, 768, 0, 0), (512, 768, 3072, 0, 0), (512, 768, 768, 0, 0),
           (512, 2304, 768, 0, 0), (768, 3072, 512, 1, 0), (512, 768, 3072, 0, 1),
           (512, 1024, 256, 0, 0), (512, 256, 1024, 0, 0), (256, 1024, 512, 1, 0),
-          (512, 256, 1024, 0, 1), (64, 64, 128, 0, 0)]
+          (1024, 256, 512, 1, 0), (3072, 768, 512, 1, 0), (512, 256, 1024, 0, 1),
+          (64, 64, 128, 0, 0)]
 
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -126,6 +127,12 @@ def main():
     a = ap.parse_args()
     for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"):
         os.environ[v] = str(a.threads)
+    # Several thread pools live in this process (Rewire's libomp, Debian's
+    # oneDNN on libgomp, OpenBLAS's pthreads): a pool that spins after its
+    # call takes the cores from the next library's (measured: oneDNN's own
+    # row halved right after Rewire's). Idle threads sleep instead.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
     import numpy as np
     work = tempfile.mkdtemp(prefix="rewire-gemm-")
     libs = library_runners(np)

@@ -27,6 +27,50 @@
 static void failCall(void);
 static __thread char callError[1024];
 
+/* Whether oneDNN's SGEMM runs its AVX2 (or older) kernels on this CPU. */
+static int avx2Class(void) {
+  static int cached = -1;
+  if (cached < 0)
+    cached = dnnl_get_effective_cpu_isa() < dnnl_cpu_isa_avx512_core;
+  return cached;
+}
+
+/* oneDNN 2.6's AVX2 SGEMM runs a product with a transposed A (A^T B: a
+ * weight gradient, x^T dy) at half speed when a row stride of A or B is a
+ * multiple of 512 floats (2 KiB): the rows it reads together alias in the
+ * L1 cache. Measured on a Zen 3, page-aligned operands, 2 threads:
+ * 256x1024x512 at 83 GFLOP/s against 160 with the aliased operand first
+ * copied to rows of stride + 16 (copy included), 1024x256x512 86 -> 148,
+ * 256x2048x512 84 -> 154; shapes without the problem within 2% either way
+ * (docs/performance.md). It is the same kernel on the same values: the
+ * same bits. Each operand has a per-thread scratch buffer kept across
+ * calls; where one cannot be had, the direct call runs. */
+struct Scratch {
+  float *data;
+  size_t capacity;
+};
+
+static const float *unaliased(struct Scratch *s, const float *x, int64_t rows, int64_t cols,
+                              int64_t *ld) {
+  if (*ld % 512 != 0 || !avx2Class())
+    return x;
+  int64_t padded = cols + 16;
+  if (rows > (int64_t)(SIZE_MAX / sizeof(float)) / padded)
+    return x;
+  size_t need = (size_t)padded * (size_t)rows;
+  if (need > s->capacity) {
+    float *grown = (float *)realloc(s->data, need * sizeof(float));
+    if (!grown)
+      return x;
+    s->data = grown;
+    s->capacity = need;
+  }
+  for (int64_t i = 0; i < rows; ++i)
+    memcpy(s->data + i * padded, x + i * *ld, (size_t)cols * sizeof(float));
+  *ld = padded;
+  return s->data;
+}
+
 /* Row-major C[M,N] = A[M,K] * B[K,N] + beta * C, with A/B transposed when
  * ta/tb; pointers are aligned bases, offsets in elements. */
 void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64_t a,
@@ -39,9 +83,14 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   if (lda < acols) lda = acols > 0 ? acols : 1;
   if (ldb < bcols) ldb = bcols > 0 ? bcols : 1;
   if (ldc < n) ldc = n;
-  dnnl_status_t status =
-      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, (const float *)(intptr_t)a + aoff,
-                 lda, (const float *)(intptr_t)b + boff, ldb, beta, (float *)(intptr_t)c + coff, ldc);
+  const float *pa = (const float *)(intptr_t)a + aoff, *pb = (const float *)(intptr_t)b + boff;
+  if (ta && !tb && m >= 32 && n >= 32) {
+    static __thread struct Scratch scratchA, scratchB;
+    pa = unaliased(&scratchA, pa, k, m, &lda);
+    pb = unaliased(&scratchB, pb, k, n, &ldb);
+  }
+  dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa, lda, pb,
+                                    ldb, beta, (float *)(intptr_t)c + coff, ldc);
   if (status != dnnl_success) {
     snprintf(callError, sizeof(callError),
              "internal error: oneDNN's sgemm failed (status %d) on a %lldx%lldx%lld product; "

@@ -110,6 +110,12 @@ std::string compileCached(const std::string &model, const std::vector<std::strin
   struct stat st;
   if (::stat(compiler.c_str(), &st) == 0)
     key += "\n" + std::to_string(st.st_mtime);
+  // The kernels every artifact links (rewire-compile's default
+  // --runtime-lib-dir): rebuilt alone, they make a new entry too.
+  std::string kernels = toolDir() + "/../lib/librewire_kernels.a";
+  if (::stat(kernels.c_str(), &st) == 0)
+    key += "\nkernels " + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
   // Code is generated for this CPU (--cpu=native): a cache shared by
   // machines (a network home) keeps one entry per feature set.
   std::vector<std::string> lacking = rewire::cpu::missingFeatures(rewire::cpu::checkedFeatures());

@@ -1,0 +1,38 @@
+"""Writes an ONNX model of three weight-gradient-shaped products A^T B
+(Gemm transA=1), random inputs and their float64 products:
+
+  A [96, 1024]  B [96, 64]    A's row stride 1024 floats
+  A [80, 256]   B [80, 2048]  B's row stride 2048 floats
+  A [128, 1536] B [128, 512]  both strides multiples of 512
+
+On a CPU where oneDNN runs its AVX2 kernels the runtime copies such
+operands to padded rows first (runtime/Kernels.c, rewire_sgemm); the
+products must not change, and the per-thread copies grow and shrink
+between calls.
+
+    gemm_strides.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper as h
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+shapes = [((96, 1024), (96, 64)), ((80, 256), (80, 2048)), ((128, 1536), (128, 512))]
+rng = np.random.default_rng(11)
+inputs, nodes, outputs = [], [], []
+for i, (sa, sb) in enumerate(shapes):
+    a = rng.uniform(-1, 1, sa).astype(np.float32)
+    b = rng.uniform(-1, 1, sb).astype(np.float32)
+    np.save(os.path.join(out, "a%d.npy" % i), a)
+    np.save(os.path.join(out, "b%d.npy" % i), b)
+    np.save(os.path.join(out, "y%d.npy" % i), (a.astype(np.float64).T @ b.astype(np.float64)).astype(np.float32))
+    inputs += [h.make_tensor_value_info("a%d" % i, TensorProto.FLOAT, list(sa)),
+               h.make_tensor_value_info("b%d" % i, TensorProto.FLOAT, list(sb))]
+    nodes.append(h.make_node("Gemm", ["a%d" % i, "b%d" % i], ["y%d" % i], transA=1))
+    outputs.append(h.make_tensor_value_info("y%d" % i, TensorProto.FLOAT, [sa[1], sb[1]]))
+graph = h.make_graph(nodes, "gemm_strides", inputs, outputs)
+onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), os.path.join(out, "gemm.onnx"))
