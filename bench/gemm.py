@@ -119,40 +119,67 @@ def rewire_runner(np, shape, work):
     return (lambda: model.run("forward", a, b, outputs=y)), err
 
 
+def measure(name, reps, np):
+    """{shape: GFLOP/s} of one runner (and Rewire's errors), in this process alone."""
+    work = tempfile.mkdtemp(prefix="rewire-gemm-")
+    libs = {} if name == "Rewire" else library_runners(np)
+    out, errors = {}, {}
+    for s in SHAPES:
+        m, n, k, ta, tb = s
+        flop = 2.0 * m * n * k
+        r = reps if flop > 1e8 else reps * 10
+        rng = np.random.default_rng(1)
+        A = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+        B = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+        C = np.empty((m, n), np.float32)
+        label = shape_label(s)
+        if name == "Rewire":
+            run, errors[label] = rewire_runner(np, s, work)
+        else:
+            run = (lambda fn: lambda: fn(s, A, B, C))(libs[name])
+        out[label] = flop / best_seconds(run, r) / 1e9
+    return out, errors
+
+
+def shape_label(s):
+    m, n, k, ta, tb = s
+    return "%dx%dx%d %s%s" % (m, n, k, "T" if ta else "N", "T" if tb else "N")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--out")
+    ap.add_argument("--only", help=argparse.SUPPRESS)  # one runner, JSON on stdout
     a = ap.parse_args()
     for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"):
         os.environ[v] = str(a.threads)
-    # Several thread pools live in this process (Rewire's libomp, Debian's
-    # oneDNN on libgomp, OpenBLAS's pthreads): a pool that spins after its
-    # call takes the cores from the next library's (measured: oneDNN's own
-    # row halved right after Rewire's). Idle threads sleep instead.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("KMP_BLOCKTIME", "0")
     import numpy as np
-    work = tempfile.mkdtemp(prefix="rewire-gemm-")
-    libs = library_runners(np)
-    names = ["Rewire"] + list(libs)
+    globals()["np"] = np
+    if a.only:
+        print(json.dumps(measure(a.only, a.reps, np)))
+        return
+    # Each library runs in a process of its own: their thread pools (Rewire's
+    # libomp, Debian's oneDNN on libgomp, OpenBLAS's pthreads) spin after a
+    # call and took the cores from the next library's in a shared process
+    # (oneDNN's own rows halved right after Rewire's).
+    names = ["Rewire"] + list(library_runners(np))
+    results = {}
+    for name in names:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--only", name,
+                            "--threads", str(a.threads), "--reps", str(a.reps)],
+                           check=True, capture_output=True, text=True)
+        results[name] = json.loads(r.stdout.strip().splitlines()[-1])
     rows = []
     for s in SHAPES:
-        m, n, k, ta, tb = s
-        flop = 2.0 * m * n * k
-        reps = a.reps if flop > 1e8 else a.reps * 10
-        rng = np.random.default_rng(1)
-        A = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
-        B = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
-        C = np.empty((m, n), np.float32)
-        run, err = rewire_runner(np, s, work)
-        row = {"shape": "%dx%dx%d %s%s" % (m, n, k, "T" if ta else "N", "T" if tb else "N"),
-               "Rewire": flop / best_seconds(run, reps) / 1e9, "rewire_rel_err": err}
-        for name, fn in libs.items():
-            row[name] = flop / best_seconds(lambda: fn(s, A, B, C), reps) / 1e9
+        label = shape_label(s)
+        row = {"shape": label, "rewire_rel_err": results["Rewire"][1][label]}
+        for name in names:
+            row[name] = results[name][0][label]
         rows.append(row)
-    print("GEMM GFLOP/s, best of %d, %d threads, %s" % (a.reps, a.threads, cpu_model()))
+    print("GEMM GFLOP/s, best of %d, %d threads, %s; each library in its own process"
+          % (a.reps, a.threads, cpu_model()))
     print("%-18s" % "M x N x K" + "".join("%14s" % n[:13] for n in names) + "   Rewire/best")
     for r in rows:
         best = max(r[n] for n in names[1:]) if len(names) > 1 else r["Rewire"]
