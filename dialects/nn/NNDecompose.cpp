@@ -27,6 +27,35 @@ std::pair<Value, Value> momentsKeep(ImplicitLocOpBuilder &b, Value x, RankedTens
                                  b.getBoolAttr(true));
   return {m, v};
 }
+
+/// [..., n, n] -> [n, n, ...] (perm) and back (inverse); empty for rank 2.
+void matrixAxesFirst(int64_t rank, SmallVectorImpl<int64_t> &perm,
+                     SmallVectorImpl<int64_t> &inverse) {
+  if (rank <= 2)
+    return;
+  perm.append({rank - 2, rank - 1});
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    perm.push_back(i);
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    inverse.push_back(i + 2);
+  inverse.append({0, 1});
+}
+
+Value permuted(ImplicitLocOpBuilder &b, Value x, ArrayRef<int64_t> perm) {
+  return perm.empty() ? x : Value(TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm)));
+}
+
+Value sumKeep(ImplicitLocOpBuilder &b, Value x, int64_t axis) {
+  return ReduceSumOp::create(b, x, b.getDenseI64ArrayAttr({axis}), b.getBoolAttr(true));
+}
+
+/// exp(z - max z) per matrix, with the matrix axes first ([n, n, ...]).
+Value sinkhornStart(ImplicitLocOpBuilder &b, Value z, bool stopGradient) {
+  Value top = ReduceMaxOp::create(b, z, b.getDenseI64ArrayAttr({0, 1}), b.getBoolAttr(true));
+  if (stopGradient) // the result does not depend on the shift
+    top = StopGradientOp::create(b, top);
+  return ExpOp::create(b, SubOp::create(b, z, top));
+}
 } // namespace
 
 Value nn::splat(ImplicitLocOpBuilder &b, RankedTensorType type, double value) {
@@ -67,4 +96,38 @@ Value nn::decomposeBatchNorm(ImplicitLocOpBuilder &b, Value x, Value scale, Valu
                              SqrtOp::create(b, AddOp::create(b, v, constant(epsilon))));
   Value y = MulOp::create(b, SubOp::create(b, x, m), MulOp::create(b, rstd, toChannels(scale)));
   return AddOp::create(b, y, toChannels(bias));
+}
+
+Value nn::decomposeSinkhorn(ImplicitLocOpBuilder &b, Value z, int64_t iters) {
+  SmallVector<int64_t> perm, inverse;
+  matrixAxesFirst(cast<RankedTensorType>(z.getType()).getRank(), perm, inverse);
+  Value m = sinkhornStart(b, permuted(b, z, perm), /*stopGradient=*/true);
+  for (int64_t i = 0; i < iters; ++i) {
+    m = DivOp::create(b, m, sumKeep(b, m, 1));
+    m = DivOp::create(b, m, sumKeep(b, m, 0));
+  }
+  return permuted(b, m, inverse);
+}
+
+Value nn::decomposeSinkhornGrad(ImplicitLocOpBuilder &b, Value z, Value dm, int64_t iters) {
+  SmallVector<int64_t> perm, inverse;
+  matrixAxesFirst(cast<RankedTensorType>(z.getType()).getRank(), perm, inverse);
+  Value m0 = sinkhornStart(b, permuted(b, z, perm), /*stopGradient=*/false);
+  // Each normalization's result, its divisor and the axis it summed over.
+  struct Step {
+    Value y, s;
+    int64_t axis;
+  };
+  SmallVector<Step> steps;
+  Value m = m0;
+  for (int64_t i = 0; i < iters; ++i)
+    for (int64_t axis : {1, 0}) {
+      Value s = sumKeep(b, m, axis);
+      m = DivOp::create(b, m, s);
+      steps.push_back({m, s, axis});
+    }
+  Value g = permuted(b, dm, perm);
+  for (const Step &st : llvm::reverse(steps))
+    g = DivOp::create(b, SubOp::create(b, g, sumKeep(b, MulOp::create(b, g, st.y), st.axis)), st.s);
+  return permuted(b, MulOp::create(b, g, m0), inverse);
 }

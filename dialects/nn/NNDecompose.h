@@ -32,6 +32,18 @@ mlir::Value decomposeBatchNorm(mlir::ImplicitLocOpBuilder &b, mlir::Value x, mli
                                mlir::Value bias, mlir::Value mean, mlir::Value var,
                                double epsilon, bool training, BatchStatistics *stats = nullptr);
 
+/// nn.sinkhorn's arithmetic in nn ops: exp(z - max) over each matrix of the
+/// last two axes, then `iters` rounds of row and column normalization. The
+/// rounds run with the matrix axes first, so every op's innermost loop is
+/// over the matrices (long and contiguous: it vectorizes).
+mlir::Value decomposeSinkhorn(mlir::ImplicitLocOpBuilder &b, mlir::Value z, int64_t iters);
+
+/// nn.sinkhorn_grad's arithmetic in nn ops: the forward again, keeping each
+/// round's sums and results, then from the last round back
+/// `dx = (dy - sum(dy * y)) / s` per normalization and `dz = dm0 * m0`.
+mlir::Value decomposeSinkhornGrad(mlir::ImplicitLocOpBuilder &b, mlir::Value z, mlir::Value dm,
+                                  int64_t iters);
+
 } // namespace rewire::nn
 
 #endif // REWIRE_DIALECTS_NN_NNDECOMPOSE_H

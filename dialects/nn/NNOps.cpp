@@ -93,6 +93,20 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
+/// The operand of nn.sinkhorn(_grad): square matrices in the last two axes.
+static LogicalResult verifySinkhornOperand(Operation *op, RankedTensorType t) {
+  if (t.getRank() < 2)
+    return op->emitOpError() << "expects matrices in the last two axes, got rank " << t.getRank();
+  int64_t r = t.getDimSize(t.getRank() - 2), c = t.getDimSize(t.getRank() - 1);
+  if (!ShapedType::isDynamic(r) && !ShapedType::isDynamic(c) && r != c)
+    return op->emitOpError() << "expects square matrices, got " << r << "x" << c;
+  return success();
+}
+
+LogicalResult SinkhornOp::verify() { return verifySinkhornOperand(*this, getZ().getType()); }
+
+LogicalResult SinkhornGradOp::verify() { return verifySinkhornOperand(*this, getZ().getType()); }
+
 LogicalResult LayerNormOp::verify() {
   int64_t axis = static_cast<int64_t>(getAxis());
   if (failed(verifyNormParam(*this, "scale", getX(), getScale(), axis)))

@@ -894,6 +894,55 @@ def NN_AttentionGradOp : NN_InferOp<"attention_grad"> {
       "$q `,` $k `,` $v `,` $out `,` $dout (`bias` `(` $bias^ `)`)? attr-dict `:` functional-type(operands, results)";
 }
 
+def NN_SinkhornOp : NN_Op<"sinkhorn", [Pure, SameOperandsAndResultType,
+                                       InferTypeOpInterface]> {
+  let summary = "Sinkhorn-Knopp normalization of exp(z) to a doubly stochastic matrix";
+  let description = [{
+    For every matrix `z : [..., n, n]` of the operand (the last two axes):
+    `m = exp(z - max(z))` (the matrix's largest entry subtracted so nothing
+    overflows; the result does not depend on it), then `iters` rounds of
+    dividing every row by its sum and then every column by its sum. Each
+    column of the result sums to 1 exactly (up to rounding) and each row up
+    to the last round's error: mHC's residual mixing (papers.md 6.2).
+    `nn::decomposeSinkhorn` writes the same arithmetic in nn ops (the ONNX
+    export uses it); the lowering computes each matrix in one fused loop
+    body, with the matrix in registers.
+
+    Example:
+    ```mlir
+    %m = nn.sinkhorn %z {iters = 20 : i64} : tensor<2x16x4x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$z, ConfinedAttr<I64Attr, [IntPositive]>:$iters);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$z attr-dict `:` type($z)";
+  let hasVerifier = 1;
+}
+
+def NN_SinkhornGradOp : NN_Op<"sinkhorn_grad", [Pure, SameOperandsAndResultType,
+                                                InferTypeOpInterface]> {
+  let summary = "the vector-Jacobian product of nn.sinkhorn, by recomputation";
+  let description = [{
+    `dz` for `m = nn.sinkhorn(z)` (same `iters`) and the adjoint `dm` of
+    its result. The forward is computed again from `z` (nothing of it is
+    kept between the passes); then, from the last round back, a division
+    `y = x / s` of a row (column) by its sum passes back
+    `dx = (dy - sum(dy * y)) / s` over that row (column), and the
+    exponential `dz = dm0 * m0`. `nn::decomposeSinkhornGrad` writes the same
+    in nn ops, the reference the fused lowering is tested against.
+
+    Example:
+    ```mlir
+    %dz = nn.sinkhorn_grad %z, %dm {iters = 20 : i64} : tensor<2x16x4x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$z, NN_FloatTensor:$dm,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$iters);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$z `,` $dm attr-dict `:` type($z)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Import
 //===----------------------------------------------------------------------===//

@@ -34,33 +34,6 @@ Value sumOver(ImplicitLocOpBuilder &b, Value x, int64_t axis, bool keep) {
 }
 
 
-/// Sinkhorn's `iters` rounds on exp(z - max z): rows, then columns, to sum 1.
-/// The rounds run with the two matrix axes first ([n, n, ...]), so every
-/// nn op's innermost loop is over the tokens (long and contiguous, so it
-/// vectorizes) rather than over the n entries of a row (4 times faster at
-/// n = 4, forward and backward).
-Value sinkhorn(ImplicitLocOpBuilder &b, Value z, int64_t iters) {
-  int64_t rank = rankOf(z);
-  SmallVector<int64_t> perm = {rank - 2, rank - 1}, inverse;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    perm.push_back(i);
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    inverse.push_back(i + 2);
-  inverse.append({0, 1});
-  if (rank > 2)
-    z = nn::TransposeOp::create(b, z, b.getDenseI64ArrayAttr(perm));
-  Value top = nn::ReduceMaxOp::create(b, z, b.getDenseI64ArrayAttr({0, 1}), b.getBoolAttr(true));
-  // The result does not depend on the shift: no gradient flows through it.
-  Value m = nn::ExpOp::create(b, nn::SubOp::create(b, z, nn::StopGradientOp::create(b, top)));
-  for (int64_t i = 0; i < iters; ++i) {
-    m = nn::DivOp::create(b, m, sumOver(b, m, 1, true));
-    m = nn::DivOp::create(b, m, sumOver(b, m, 0, true));
-  }
-  if (rank > 2)
-    m = nn::TransposeOp::create(b, m, b.getDenseI64ArrayAttr(inverse));
-  return m;
-}
-
 } // namespace
 
 /// [..., d] -> [..., n, d]: n copies along a new stream axis.
@@ -108,7 +81,7 @@ FailureOr<Value> residual::hyperCoeffsMap(ImplicitLocOpBuilder &b, HyperCoeffsOp
   case HyperMap::double_sigmoid:
     return Value(nn::MulOp::create(b, nn::scalar(b, elt, 2.0), nn::SigmoidOp::create(b, z)));
   case HyperMap::sinkhorn:
-    return sinkhorn(b, z, *op.getIters());
+    return Value(nn::SinkhornOp::create(b, z, b.getI64IntegerAttr(*op.getIters())));
   case HyperMap::tanh:
     break;
   }

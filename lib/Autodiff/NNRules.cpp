@@ -252,6 +252,12 @@ RULE(SoftmaxRule, nn::SoftmaxOp)
   out.push_back(mul(b, y, sub(b, g[0], dot)));
 END_RULE
 
+/// Sinkhorn's backward by recomputation: one fused op, not the 2 * iters
+/// rounds of its decomposition differentiated op by op.
+RULE(SinkhornRule, nn::SinkhornOp)
+  out.push_back(nn::SinkhornGradOp::create(b, op.getZ(), g[0], op.getItersAttr()));
+END_RULE
+
 RULE(LayerNormRule, nn::LayerNormOp)
   Value x = op.getX();
   auto axes = trailingAxes(static_cast<int64_t>(op.getAxis()), typeOf(x).getRank());
@@ -632,6 +638,7 @@ void rewire::autodiff::registerNNReverseRules(DialectRegistry &registry) {
     nn::MatMulOp::attachInterface<MatMulRule>(*ctx);
     nn::GemmOp::attachInterface<GemmRule>(*ctx);
     nn::SoftmaxOp::attachInterface<SoftmaxRule>(*ctx);
+    nn::SinkhornOp::attachInterface<SinkhornRule>(*ctx);
     nn::LayerNormOp::attachInterface<LayerNormRule>(*ctx);
     nn::RMSNormOp::attachInterface<RMSNormRule>(*ctx);
     nn::ReduceSumOp::attachInterface<ReduceSumRule>(*ctx);

@@ -14,6 +14,7 @@
 
 #include "rewire/Export/OnnxExport.h"
 
+#include "dialects/nn/NNDecompose.h"
 #include "dialects/nn/NNOps.h"
 #include "dialects/nn/NNParameters.h"
 #include "dialects/residual/ResidualDecompose.h"
@@ -612,6 +613,15 @@ LogicalResult Exporter::run(StringRef outputPath) {
   // Residual forms are exported as the nn ops they are defined by.
   if (failed(residual::decomposeStreamOps(func)))
     return failure();
+  // Sinkhorn (mHC's mixing) has no ONNX operator: its rounds as nn ops.
+  SmallVector<nn::SinkhornOp> sinkhorns;
+  func.walk([&](nn::SinkhornOp op) { sinkhorns.push_back(op); });
+  for (nn::SinkhornOp op : sinkhorns) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    op.replaceAllUsesWith(
+        nn::decomposeSinkhorn(b, op.getZ(), static_cast<int64_t>(op.getIters())));
+    op.erase();
+  }
   if (!opts.parameterFile.empty()) {
     paramsPath = opts.parameterFile;
   } else if (auto file =

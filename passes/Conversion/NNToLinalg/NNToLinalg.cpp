@@ -1214,6 +1214,7 @@ struct ConvertNNToLinalgPass
                  GemmLowering>(ctx);
     populateNNDataMovementLowerings(patterns);
     populateNNAttentionLowering(patterns);
+    populateNNSinkhornLowering(patterns);
     populateNNTrainingLowerings(patterns, scatterAsReduction);
     populateNNWindowGradientLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))

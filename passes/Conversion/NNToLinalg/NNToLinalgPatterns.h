@@ -1,7 +1,7 @@
 //===- NNToLinalgPatterns.h - Pattern groups of convert-nn-to-linalg -*- C++ -*-===//
 //
 // convert-nn-to-linalg is split by concern: math and normalization in
-// NNToLinalg.cpp, data movement in DataMovement.cpp, attention in Attention.cpp, training
+// NNToLinalg.cpp, data movement in DataMovement.cpp, attention in Attention.cpp, Sinkhorn in Sinkhorn.cpp, training
 // losses in Training.cpp, gradients of windowed ops in WindowGradients.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -51,6 +51,9 @@ void populateNNWindowGradientLowerings(mlir::RewritePatternSet &patterns);
 
 /// attention (scores contraction, scale + causal mask, nn.softmax, nn.matmul).
 void populateNNAttentionLowering(mlir::RewritePatternSet &patterns);
+
+/// sinkhorn, sinkhorn_grad (one fused generic per op, Sinkhorn.cpp).
+void populateNNSinkhornLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace rewire
 

@@ -828,3 +828,35 @@ func.func @max_pool_grad_dy(%x: tensor<1x8x4x4xf32>, %dy: tensor<1x8x3x3xf32>) {
   %0 = nn.max_pool_grad %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x4x4xf32>, tensor<1x8x3x3xf32>) -> tensor<1x8x4x4xf32>
   return
 }
+
+// -----
+
+func.func @sinkhorn_rank(%z: tensor<4xf32>) {
+  // expected-error @+1 {{expects matrices in the last two axes, got rank 1}}
+  %0 = nn.sinkhorn %z {iters = 20 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sinkhorn_square(%z: tensor<2x4x3xf32>) {
+  // expected-error @+1 {{expects square matrices, got 4x3}}
+  %0 = nn.sinkhorn %z {iters = 20 : i64} : tensor<2x4x3xf32>
+  return
+}
+
+// -----
+
+func.func @sinkhorn_iters(%z: tensor<2x4x4xf32>) {
+  // expected-error @+1 {{attribute 'iters' failed to satisfy constraint}}
+  %0 = nn.sinkhorn %z {iters = 0 : i64} : tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @sinkhorn_grad_square(%z: tensor<3x2xf32>, %dm: tensor<3x2xf32>) {
+  // expected-error @+1 {{expects square matrices, got 3x2}}
+  %0 = nn.sinkhorn_grad %z, %dm {iters = 1 : i64} : tensor<3x2xf32>
+  return
+}

@@ -170,3 +170,12 @@ func.func @stop_gradient(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %0 = nn.stop_gradient %x : tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// CHECK-LABEL: func.func @sinkhorn
+func.func @sinkhorn(%z: tensor<2x16x4x4xf32>, %dm: tensor<2x16x4x4xf32>) -> (tensor<2x16x4x4xf32>, tensor<2x16x4x4xf32>) {
+  // CHECK: nn.sinkhorn %{{.*}} {iters = 20 : i64} : tensor<2x16x4x4xf32>
+  %m = nn.sinkhorn %z {iters = 20 : i64} : tensor<2x16x4x4xf32>
+  // CHECK: nn.sinkhorn_grad %{{.*}}, %{{.*}} {iters = 20 : i64} : tensor<2x16x4x4xf32>
+  %dz = nn.sinkhorn_grad %z, %dm {iters = 20 : i64} : tensor<2x16x4x4xf32>
+  return %m, %dz : tensor<2x16x4x4xf32>, tensor<2x16x4x4xf32>
+}
