@@ -12,6 +12,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import rewire_runtime as rr  # noqa: E402
 
 
+def compile_or_exit(source, out, *flags):
+    """rewire-compile SOURCE -o OUT FLAGS; its stdout (an IR stage when OUT
+    is '-'), or the script ends with FAIL and the compiler's message."""
+    r = subprocess.run(["rewire-compile", source, "-o", out, *flags], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAIL rewire-compile %s: %s" % (" ".join(flags), r.stderr[-1500:]))
+    return r.stdout
+
+
 def check(label, model_path, feeds, want, rtol=1e-4, atol=1e-5):
     """`feeds`: input name -> array; `want`: the reference outputs in order."""
     art = os.path.splitext(model_path)[0] + ".rwx"

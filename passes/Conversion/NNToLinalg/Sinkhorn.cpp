@@ -164,59 +164,59 @@ Value fused(ConversionPatternRewriter &rw, Location loc, RankedTensorType type, 
       });
 }
 
-struct SinkhornLowering : OpConversionPattern<nn::SinkhornOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(nn::SinkhornOp op, OpAdaptor a,
-                                ConversionPatternRewriter &rw) const override {
-    auto type = op.getType();
-    int64_t iters = static_cast<int64_t>(op.getIters());
-    if (!fusable(type)) {
-      ImplicitLocOpBuilder b(op.getLoc(), rw);
-      rw.replaceOp(op, nn::decomposeSinkhorn(b, a.getZ(), iters));
-      return success();
+/// The gradient's body: the forward again (each step kept), then from the
+/// last step back `dx = (dy - sum(dy * y)) / s` along each line, and
+/// `dz = dm0 * m0`. `v`: z's entries, then dm's.
+Matrix gradientBody(Scalars &S, ArrayRef<Value> v, int64_t iters) {
+  size_t entries = v.size() / 2;
+  Matrix m0 = S.start(v.take_front(entries));
+  SmallVector<Step> steps;
+  rounds(S, m0, iters, &steps);
+  Matrix g(v.begin() + entries, v.end());
+  for (const Step &st : llvm::reverse(steps))
+    for (int64_t line = 0; line < S.n; ++line) {
+      Value dot;
+      for (int64_t k = 0; k < S.n; ++k) {
+        int64_t e = S.at(st.rows, line, k);
+        Value term = S.mul(g[e], st.y[e]);
+        dot = dot ? S.add(dot, term) : term;
+      }
+      for (int64_t k = 0; k < S.n; ++k) {
+        int64_t e = S.at(st.rows, line, k);
+        g[e] = S.div(S.sub(g[e], dot), st.s[line]);
+      }
     }
-    rw.replaceOp(op, fused(rw, op.getLoc(), type, {a.getZ()}, [&](Scalars &S, ArrayRef<Value> z) {
-      return rounds(S, S.start(z), iters, nullptr);
-    }));
-    return success();
-  }
-};
+  for (size_t e = 0; e < entries; ++e)
+    g[e] = S.mul(g[e], m0[e]);
+  return g;
+}
 
-struct SinkhornGradLowering : OpConversionPattern<nn::SinkhornGradOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(nn::SinkhornGradOp op, OpAdaptor a,
+/// nn.sinkhorn (`Grad` false) or nn.sinkhorn_grad: fused where `fusable`,
+/// else the decomposition (whose nn ops the conversion then legalizes).
+template <typename Op, bool Grad>
+struct SinkhornLowering : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor a,
                                 ConversionPatternRewriter &rw) const override {
-    auto type = op.getType();
+    auto type = cast<RankedTensorType>(op.getType());
     int64_t iters = static_cast<int64_t>(op.getIters());
+    SmallVector<Value> inputs = {a.getZ()};
+    if constexpr (Grad)
+      inputs.push_back(a.getDm());
     if (!fusable(type)) {
       ImplicitLocOpBuilder b(op.getLoc(), rw);
-      rw.replaceOp(op, nn::decomposeSinkhornGrad(b, a.getZ(), a.getDm(), iters));
+      if constexpr (Grad)
+        rw.replaceOp(op, nn::decomposeSinkhornGrad(b, inputs[0], inputs[1], iters));
+      else
+        rw.replaceOp(op, nn::decomposeSinkhorn(b, inputs[0], iters));
       return success();
     }
-    rw.replaceOp(op, fused(rw, op.getLoc(), type, {a.getZ(), a.getDm()},
-                           [&](Scalars &S, ArrayRef<Value> v) {
-                             size_t entries = v.size() / 2;
-                             Matrix m0 = S.start(v.take_front(entries));
-                             SmallVector<Step> steps;
-                             rounds(S, m0, iters, &steps);
-                             Matrix g(v.begin() + entries, v.end());
-                             // dx = (dy - sum(dy * y)) / s along each line.
-                             for (const Step &st : llvm::reverse(steps))
-                               for (int64_t line = 0; line < S.n; ++line) {
-                                 Value dot = S.mul(g[S.at(st.rows, line, 0)],
-                                                   st.y[S.at(st.rows, line, 0)]);
-                                 for (int64_t k = 1; k < S.n; ++k)
-                                   dot = S.add(dot, S.mul(g[S.at(st.rows, line, k)],
-                                                          st.y[S.at(st.rows, line, k)]));
-                                 for (int64_t k = 0; k < S.n; ++k) {
-                                   int64_t e = S.at(st.rows, line, k);
-                                   g[e] = S.div(S.sub(g[e], dot), st.s[line]);
-                                 }
-                               }
-                             for (size_t e = 0; e < entries; ++e)
-                               g[e] = S.mul(g[e], m0[e]);
-                             return g;
-                           }));
+    rw.replaceOp(op, fused(rw, op.getLoc(), type, inputs, [&](Scalars &S, ArrayRef<Value> v) {
+      if constexpr (Grad)
+        return gradientBody(S, v, iters);
+      else
+        return rounds(S, S.start(v), iters, nullptr);
+    }));
     return success();
   }
 };
@@ -224,5 +224,6 @@ struct SinkhornGradLowering : OpConversionPattern<nn::SinkhornGradOp> {
 } // namespace
 
 void rewire::populateNNSinkhornLowering(RewritePatternSet &patterns) {
-  patterns.add<SinkhornLowering, SinkhornGradLowering>(patterns.getContext());
+  patterns.add<SinkhornLowering<nn::SinkhornOp, false>, SinkhornLowering<nn::SinkhornGradOp, true>>(
+      patterns.getContext());
 }

@@ -25,13 +25,15 @@ NaN);
 the same bits on one loop thread as on all.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
 import rewire_runtime  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "utils"))
+from parity import compile_or_exit as compile_  # noqa: E402
 
 TOL = 2e-5
 
@@ -109,13 +111,6 @@ def grads(o, p, g, v, q, k, scale):
     dq = scale * ds @ k.astype(np.float64)
     dk = scale * ds.transpose(0, 1, 3, 2) @ q.astype(np.float64)
     return dq, dk, dv
-
-
-def compile_(src, out, *flags):
-    r = subprocess.run(["rewire-compile", src, "-o", out, *flags], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("FAIL rewire-compile %s: %s" % (" ".join(flags), r.stderr[-1500:]))
-    return r.stdout
 
 
 def rel_err(x, ref):

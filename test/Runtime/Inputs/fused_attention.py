@@ -27,7 +27,6 @@ summation order); fused vs unfused within the same; the fused artifact
 gives the same bits on one loop thread (--loop-threads=1) as on all.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -36,6 +35,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
 import rewire_runtime  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "utils"))
+from parity import compile_or_exit as compile_  # noqa: E402
 
 TOL = 2e-5
 
@@ -145,13 +147,6 @@ def reference(q, k, v, causal, mask, data=None):
     if mask == "guard-input":
         p = np.where(np.isnan(p), 0.0, p)
     return p @ v
-
-
-def compile_(onnx_path, out, *flags):
-    r = subprocess.run(["rewire-compile", onnx_path, "-o", out, *flags], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("FAIL rewire-compile %s: %s" % (" ".join(flags), r.stderr[-1500:]))
-    return r.stdout
 
 
 def main():

@@ -15,13 +15,15 @@ relative to its largest entry (central differences in float64 of step
 1e-5 are exact to ~1e-10; measured errors are ~1e-7).
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
 import rewire_runtime  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "utils"))
+from parity import compile_or_exit as compile_  # noqa: E402
 
 # name, matrices shape, n, iters, input gain
 CASES = [
@@ -62,13 +64,6 @@ def source(shape, n, iters):
             "  %%m = nn.sinkhorn %%z {iters = %d : i64} : %s\n"
             "  %%dz = nn.sinkhorn_grad %%z, %%dm {iters = %d : i64} : %s\n"
             "  return %%m, %%dz : %s, %s\n}\n" % (t, t, t, t, iters, t, iters, t, t, t))
-
-
-def compile_(src, out, *flags):
-    r = subprocess.run(["rewire-compile", src, "-o", out, *flags], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("FAIL rewire-compile %s: %s" % (" ".join(flags), r.stderr[-1500:]))
-    return r.stdout
 
 
 def main():
