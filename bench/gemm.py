@@ -46,39 +46,43 @@ def best_seconds(fn, reps):
     return best
 
 
-def library_runners(np):
-    """name -> f(shape, A, B, C) for each BLAS that loads here."""
+def library_loaders():
+    """name -> a function loading that BLAS and returning its runner
+    f(shape, A, B, C), for each BLAS installed here. Nothing is loaded until
+    called: each library runs in a process of its own (main)."""
     f32p = ctypes.POINTER(ctypes.c_float)
-    out = {}
 
     def cblas(path, symbol):
-        lib = ctypes.CDLL(path)
-        fn = getattr(lib, symbol)
-        fn.restype = None
-        fn.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, f32p, ctypes.c_int, f32p, ctypes.c_int,
-                                            ctypes.c_float, f32p, ctypes.c_int]
+        def load():
+            fn = getattr(ctypes.CDLL(path), symbol)
+            fn.restype = None
+            fn.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, f32p, ctypes.c_int, f32p,
+                                                ctypes.c_int, ctypes.c_float, f32p, ctypes.c_int]
 
-        def run(s, a, b, c):
-            m, n, k, ta, tb = s
-            fn(101, 112 if ta else 111, 112 if tb else 111, m, n, k, 1.0,
-               a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p), k if tb else n,
-               0.0, c.ctypes.data_as(f32p), n)
-        return run
+            def run(s, a, b, c):
+                m, n, k, ta, tb = s
+                fn(101, 112 if ta else 111, 112 if tb else 111, m, n, k, 1.0,
+                   a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p), k if tb else n,
+                   0.0, c.ctypes.data_as(f32p), n)
+            return run
+        return load
 
-    try:
-        dnnl = ctypes.CDLL("libdnnl.so.2")
-        dnnl.dnnl_sgemm.argtypes = [ctypes.c_char, ctypes.c_char] + [ctypes.c_int64] * 3 + [
+    def dnnl():
+        lib = ctypes.CDLL("libdnnl.so.2")
+        lib.dnnl_sgemm.argtypes = [ctypes.c_char, ctypes.c_char] + [ctypes.c_int64] * 3 + [
             ctypes.c_float, f32p, ctypes.c_int64, f32p, ctypes.c_int64, ctypes.c_float, f32p,
             ctypes.c_int64]
 
-        def run_dnnl(s, a, b, c):
+        def run(s, a, b, c):
             m, n, k, ta, tb = s
-            dnnl.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0,
-                            a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p),
-                            k if tb else n, 0.0, c.ctypes.data_as(f32p), n)
-        out["oneDNN (dnnl_sgemm)"] = run_dnnl
-    except OSError:
-        pass
+            lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0,
+                           a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p),
+                           k if tb else n, 0.0, c.ctypes.data_as(f32p), n)
+        return run
+
+    out = {}
+    if ctypes.util.find_library("dnnl"):
+        out["oneDNN (dnnl_sgemm)"] = dnnl
     for name, path in [("OpenBLAS (Debian)", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"),
                        ("BLIS (Debian, OpenMP)", "/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4")]:
         if os.path.exists(path):
@@ -122,7 +126,7 @@ def rewire_runner(np, shape, work):
 def measure(name, reps, np):
     """{shape: GFLOP/s} of one runner (and Rewire's errors), in this process alone."""
     work = tempfile.mkdtemp(prefix="rewire-gemm-")
-    libs = {} if name == "Rewire" else library_runners(np)
+    lib = None if name == "Rewire" else library_loaders()[name]()
     out, errors = {}, {}
     for s in SHAPES:
         m, n, k, ta, tb = s
@@ -136,7 +140,7 @@ def measure(name, reps, np):
         if name == "Rewire":
             run, errors[label] = rewire_runner(np, s, work)
         else:
-            run = (lambda fn: lambda: fn(s, A, B, C))(libs[name])
+            run = lambda: lib(s, A, B, C)  # noqa: E731 (timed in this iteration)
         out[label] = flop / best_seconds(run, r) / 1e9
     return out, errors
 
@@ -156,7 +160,6 @@ def main():
     for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"):
         os.environ[v] = str(a.threads)
     import numpy as np
-    globals()["np"] = np
     if a.only:
         print(json.dumps(measure(a.only, a.reps, np)))
         return
@@ -164,7 +167,7 @@ def main():
     # libomp, Debian's oneDNN on libgomp, OpenBLAS's pthreads) spin after a
     # call and took the cores from the next library's in a shared process
     # (oneDNN's own rows halved right after Rewire's).
-    names = ["Rewire"] + list(library_runners(np))
+    names = ["Rewire"] + list(library_loaders())
     results = {}
     for name in names:
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--only", name,

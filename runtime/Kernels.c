@@ -27,9 +27,10 @@
 static void failCall(void);
 static __thread char callError[1024];
 
-/* Whether oneDNN's SGEMM runs its AVX2 (or older) kernels on this CPU. */
+/* Whether oneDNN's SGEMM runs its AVX2 (or older) kernels on this CPU
+ * (asked once per thread: no shared state). */
 static int avx2Class(void) {
-  static int cached = -1;
+  static __thread int cached = -1;
   if (cached < 0)
     cached = dnnl_get_effective_cpu_isa() < dnnl_cpu_isa_avx512_core;
   return cached;

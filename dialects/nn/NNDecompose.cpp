@@ -49,6 +49,27 @@ Value sumKeep(ImplicitLocOpBuilder &b, Value x, int64_t axis) {
   return ReduceSumOp::create(b, x, b.getDenseI64ArrayAttr({axis}), b.getBoolAttr(true));
 }
 
+/// One normalization of the rounds: its result, its divisor and the axis
+/// it summed over.
+struct SinkhornStep {
+  Value y, s;
+  int64_t axis;
+};
+
+/// `iters` rounds of row (axis 1) then column (axis 0) normalization of `m`
+/// ([n, n, ...]), each step kept in `steps` when given.
+Value sinkhornRounds(ImplicitLocOpBuilder &b, Value m, int64_t iters,
+                     SmallVectorImpl<SinkhornStep> *steps) {
+  for (int64_t i = 0; i < iters; ++i)
+    for (int64_t axis : {1, 0}) {
+      Value s = sumKeep(b, m, axis);
+      m = DivOp::create(b, m, s);
+      if (steps)
+        steps->push_back({m, s, axis});
+    }
+  return m;
+}
+
 /// exp(z - max z) per matrix, with the matrix axes first ([n, n, ...]).
 Value sinkhornStart(ImplicitLocOpBuilder &b, Value z, bool stopGradient) {
   Value top = ReduceMaxOp::create(b, z, b.getDenseI64ArrayAttr({0, 1}), b.getBoolAttr(true));
@@ -102,32 +123,17 @@ Value nn::decomposeSinkhorn(ImplicitLocOpBuilder &b, Value z, int64_t iters) {
   SmallVector<int64_t> perm, inverse;
   matrixAxesFirst(cast<RankedTensorType>(z.getType()).getRank(), perm, inverse);
   Value m = sinkhornStart(b, permuted(b, z, perm), /*stopGradient=*/true);
-  for (int64_t i = 0; i < iters; ++i) {
-    m = DivOp::create(b, m, sumKeep(b, m, 1));
-    m = DivOp::create(b, m, sumKeep(b, m, 0));
-  }
-  return permuted(b, m, inverse);
+  return permuted(b, sinkhornRounds(b, m, iters, nullptr), inverse);
 }
 
 Value nn::decomposeSinkhornGrad(ImplicitLocOpBuilder &b, Value z, Value dm, int64_t iters) {
   SmallVector<int64_t> perm, inverse;
   matrixAxesFirst(cast<RankedTensorType>(z.getType()).getRank(), perm, inverse);
   Value m0 = sinkhornStart(b, permuted(b, z, perm), /*stopGradient=*/false);
-  // Each normalization's result, its divisor and the axis it summed over.
-  struct Step {
-    Value y, s;
-    int64_t axis;
-  };
-  SmallVector<Step> steps;
-  Value m = m0;
-  for (int64_t i = 0; i < iters; ++i)
-    for (int64_t axis : {1, 0}) {
-      Value s = sumKeep(b, m, axis);
-      m = DivOp::create(b, m, s);
-      steps.push_back({m, s, axis});
-    }
+  SmallVector<SinkhornStep> steps;
+  sinkhornRounds(b, m0, iters, &steps);
   Value g = permuted(b, dm, perm);
-  for (const Step &st : llvm::reverse(steps))
+  for (const SinkhornStep &st : llvm::reverse(steps))
     g = DivOp::create(b, SubOp::create(b, g, sumKeep(b, MulOp::create(b, g, st.y), st.axis)), st.s);
   return permuted(b, MulOp::create(b, g, m0), inverse);
 }
