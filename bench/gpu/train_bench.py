@@ -9,7 +9,9 @@ parameters generated here (normal * 0.02: the artifact is carried without
 its weights), every train_step input a splat; device time per graph replay
 from `rewire-run --benchmark`. PyTorch: torch.cuda events, 20 steps after 3
 warm-ups (compiled: after compilation), TF32 off. Prints
-`train rewire MS` and `train torch eager MS compiled MS` lines.
+`train rewire MS` and `train torch eager MS compiled MS` lines. With
+PROFILE=N, each artifact's kernels and GEMMs are also timed alone (N
+repetitions each) into RESULTS/profile-FORM.txt.
 """
 import json
 import os
@@ -65,15 +67,21 @@ def write_params(path, funcs):
             f.write(b)
 
 
-def rewire_ms(art, funcs, params):
+def rewire_ms(art, funcs, params, profile_to=None):
     inputs = []
     for name, ty in funcs["train_step"]:
         value = "1" if ty.endswith("i64") or ty.endswith("i1") else "0.01"
         if name in ("lr",):
             value = "0.001"
         inputs.append("--input=%s=%s" % (ty, value))
-    r = subprocess.run([run, art, "--params=" + params, "--function=train_step", "--benchmark=10",
-                        "--print-max-elements=0"] + inputs, capture_output=True, text=True)
+    timing = ["--benchmark=10"]
+    if profile_to:  # every kernel and GEMM of the step timed alone (PROFILE=N repetitions)
+        timing.append("--profile=" + os.environ["PROFILE"])
+    r = subprocess.run([run, art, "--params=" + params, "--function=train_step",
+                        "--print-max-elements=0"] + timing + inputs, capture_output=True, text=True)
+    if profile_to:
+        with open(profile_to, "w") as f:
+            f.write(r.stdout)
     m = re.search(r"device time ([\d.]+) ms per run", r.stdout + r.stderr)
     if not m:
         print("train rewire FAIL: " + (r.stderr or r.stdout).strip()[-500:])
@@ -134,7 +142,8 @@ for form in [None] + forms:
     a = art if form is None else os.path.join(os.path.dirname(art), "model-%s.rwcu" % form)
     funcs = describe(a)
     write_params(params, funcs)
-    print("train rewire%s %.4f" % ("" if form is None else "-" + form, rewire_ms(a, funcs, params)))
+    prof = os.path.join(res, "profile-%s.txt" % (form or "plain")) if os.environ.get("PROFILE") else None
+    print("train rewire%s %.4f" % ("" if form is None else "-" + form, rewire_ms(a, funcs, params, prof)))
     sys.stdout.flush()
 if os.environ.get("EMULATE", "0") != "1" and os.environ.get("TORCH_SIDE", "1") != "0":
     eager, compiled = torch_ms()

@@ -104,3 +104,34 @@ func.func @wide_softmax(%x: tensor<512x50257xf32>) -> tensor<512x50257xf32> {
   %0 = nn.softmax %x : tensor<512x50257xf32>
   return %0 : tensor<512x50257xf32>
 }
+
+// -----
+
+// A contraction of 4 terms per output (a hyper-connection's gradient
+// res^T . g over 2048 tokens) is a generated kernel, a thread per output
+// point summing the 4 products, not a cuBLAS call (which leaves no
+// linalg.generic behind: the GEMM stays on the host).
+// CHECK-LABEL: func.func @short_contraction(
+// CHECK: gpu.launch_func @kernels::@short_contraction_k{{[0-9]+}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%arg0 : memref<2048x4x4xf32>, %arg1 : memref<2048x4x768xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.func @short_contraction_k{{[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: scf.for {{.*}} -> (f32)
+func.func @short_contraction(%res: tensor<2048x4x4xf32>, %g: tensor<2048x4x768xf32>) -> tensor<2048x4x768xf32> {
+  %0 = nn.matmul %res, %g : (tensor<2048x4x4xf32>, tensor<2048x4x768xf32>) -> tensor<2048x4x768xf32>
+  return %0 : tensor<2048x4x768xf32>
+}
+
+// -----
+
+// Few points of long work each (mHC's Sinkhorn: one 4 x 4 matrix per token,
+// 2048 tokens): blocks of a warp, so the 64 blocks reach 64 multiprocessors
+// instead of 8 blocks of 256 threads filling 8.
+// CHECK-LABEL: func.func @few_points(
+// CHECK-DAG: %[[BLOCKS:.*]] = arith.constant 64 : index
+// CHECK-DAG: %[[WARP:.*]] = arith.constant 32 : index
+// CHECK: gpu.launch_func @kernels::@few_points_k{{[0-9]+}} blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%[[WARP]], %{{.*}}, %{{.*}})
+// CHECK: gpu.func @few_points_k{{[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
+func.func @few_points(%z: tensor<8x256x4x4xf32>) -> tensor<8x256x4x4xf32> {
+  %0 = nn.sinkhorn %z {iters = 20 : i64} : tensor<8x256x4x4xf32>
+  return %0 : tensor<8x256x4x4xf32>
+}

@@ -78,6 +78,39 @@ func.func @few_outputs(%x: tensor<256x256x4xf32>, %init: tensor<4xf32>) -> tenso
 
 // -----
 
+// Hyper-connection coefficient gradients: a scalar over [8, 256, 4, 4]
+// (32768 points: 2048 partials of 16, not 4096 of 8) and a static [4]
+// coefficient over 2048 tokens (128 partials of 16 per output).
+// CHECK-LABEL: func.func @short(
+// CHECK: tensor.expand_shape {{.*}} output_shape [16, 2048] : tensor<32768xf32> into tensor<16x2048xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} {{.*}} outs(%{{.*}} : tensor<2048xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<2048xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} {{.*}} outs(%{{.*}} : tensor<128x4xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%{{.*}} : tensor<128x4xf32>) outs(%arg3 : tensor<4xf32>)
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#zero4 = affine_map<(d0, d1, d2, d3) -> (0, 0, 0, 0)>
+#tok3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#n3 = affine_map<(d0, d1, d2) -> (d2)>
+func.func @short(%g: tensor<8x256x4x4xf32>, %x: tensor<8x256x4x4xf32>, %s: tensor<1x1x1x1xf32>,
+                 %b: tensor<4xf32>, %p: tensor<8x256x4xf32>) -> (tensor<1x1x1x1xf32>, tensor<4xf32>) {
+  %0 = linalg.generic {indexing_maps = [#id4, #id4, #zero4], iterator_types = ["reduction", "reduction", "reduction", "reduction"]}
+      ins(%g, %x : tensor<8x256x4x4xf32>, tensor<8x256x4x4xf32>) outs(%s : tensor<1x1x1x1xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %m = arith.mulf %a, %c : f32
+    %y = arith.addf %m, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<1x1x1x1xf32>
+  %1 = linalg.generic {indexing_maps = [#tok3, #n3], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%p : tensor<8x256x4xf32>) outs(%b : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %a, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4xf32>
+  return %0, %1 : tensor<1x1x1x1xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Left as they are: a bias gradient (768 outputs, 2048 rows: enough
 // threads already), a reduction whose length has no power-of-two factor
 // >= 16 (32771 is prime), and a matrix-vector product (cuBLAS's).

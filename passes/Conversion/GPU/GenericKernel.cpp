@@ -30,6 +30,18 @@ constexpr int64_t kSplitMinExtent = 64, kSplitMaxOutputs = 65536;
 /// kernel: a vocabulary-wide softmax): a block of kThreads per output,
 /// reading the row coalesced, combined with gpu.all_reduce.
 constexpr int64_t kRowSplitMinExtent = 1024;
+/// A thread-per-point kernel's blocks: kThreads threads, or fewer (down to
+/// a warp) while that leaves fewer than kMinBlocks blocks, so a few
+/// thousand points of long per-point work (mHC's Sinkhorn: a matrix and 40
+/// normalizations per thread) spread over more of the multiprocessors (132
+/// on an H200) instead of filling 8 of them.
+constexpr int64_t kMinBlocks = 264;
+int64_t threadsPerBlock(int64_t points) {
+  int64_t threads = kThreads;
+  while (threads > 32 && points < threads * kMinBlocks)
+    threads /= 2;
+  return threads;
+}
 } // namespace
 
 FailureOr<KernelFrame> beginKernel(linalg::GenericOp op, ArrayRef<Value> operands,
@@ -152,7 +164,8 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
       shared.push_back(MemRefType::get(
           {kSplitY, kSplitX}, cast<ShapedType>(init.getType()).getElementType(), AffineMap(),
           mlir::gpu::AddressSpaceAttr::get(op.getContext(), mlir::gpu::AddressSpace::Workgroup)));
-  int64_t threadsX = split ? kSplitX : kThreads, threadsY = split ? kSplitY : 1;
+  int64_t threadsX = split ? kSplitX : rowSplit ? kThreads : threadsPerBlock(total);
+  int64_t threadsY = split ? kSplitY : 1;
 
   auto frame = beginKernel(op, operands, module, name, shared, {threadsX, threadsY, 1}, b);
   if (failed(frame))

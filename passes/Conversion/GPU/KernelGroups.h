@@ -38,8 +38,10 @@ bool fitsRowKernel(int64_t width);
 constexpr int64_t kRowKernelMaxChunks = 16, kRowKernelMaxThreads = 1024;
 
 /// Whether `op` reduces the contraction of two operands (GEMM-like): left to
-/// BLAS (cuBLAS on the GPU), never a generated kernel.
+/// BLAS (cuBLAS on the GPU), never a generated kernel. A contraction of at
+/// most kShortContraction terms is not: a generated kernel streams it.
 bool isGemm(mlir::linalg::GenericOp op);
+constexpr int64_t kShortContraction = 8;
 
 /// The element type of a value's shaped type.
 mlir::Type elementTypeOf(mlir::Value v);

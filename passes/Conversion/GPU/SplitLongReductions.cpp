@@ -64,8 +64,9 @@ struct SplitLongReductionsPass
     : rewire::impl::SplitLongReductionsBase<SplitLongReductionsPass> {
   using Base::Base;
 
-  /// The partial sums per output to split `op` into (a power of two, at
-  /// least 16, each summing at least 16 points, dividing the reduction);
+  /// The partial sums per output to split `op` into (the largest power of
+  /// two up to `partials` / outputs that divides the reduction and leaves
+  /// each at least 16 points; at least 16);
   /// 0 where this pass leaves `op` alone.
   int64_t partialsFor(linalg::LinalgOp op) const {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
@@ -79,7 +80,9 @@ struct SplitLongReductionsPass
     if (!counts || counts->outputs > maxOutputs || counts->reduction < minLength)
       return 0;
     int64_t ratio = llvm::PowerOf2Ceil(std::max<int64_t>(1, partials / counts->outputs) + 1) / 2;
-    while (ratio >= 16 && counts->reduction % ratio != 0)
+    // Fewer partials where the reduction does not divide, or where each
+    // would sum fewer than 16 points (a scalar's 32768 points: 2048 of 16).
+    while (ratio >= 16 && (counts->reduction % ratio != 0 || counts->reduction / ratio < 16))
       ratio /= 2;
     return ratio >= 16 && counts->reduction / ratio >= 16 ? ratio : 0;
   }

@@ -81,11 +81,25 @@ def long_reductions():
            f"nn.reduce_sum %x {{axes = array<i64: 0, 1>, keepdims = false}} : ({t(C)}) -> {t((4,))}")
 
 
+def stream_ops():
+    """mHC's Sinkhorn and its gradient (one 4 x 4 matrix per thread: 15
+    matrices, 20 rounds) and a hyper-connection's gradient res^T . g (a
+    contraction of 4 terms: a generated kernel, not cuBLAS)."""
+    M = ROWS + (4, 4)
+    yield ("sinkhorn", [("z", M)], f"nn.sinkhorn %z {{iters = 20 : i64}} : {t(M)}")
+    yield ("sinkhorn_grad", [("z", M), ("dm", M)],
+           f"nn.sinkhorn_grad %z, %dm {{iters = 20 : i64}} : {t(M)}")
+    G = ROWS + (4, 64)
+    yield ("short_matmul", [("res", M), ("g", G)],
+           f"nn.matmul %res, %g : ({t(M)}, {t(G)}) -> {t(G)}")
+
+
 def all_ops():
     for w in WIDTHS:
         yield w, ops(w)
     yield WIDE, wide_ops(WIDE)
     yield None, long_reductions()
+    yield None, stream_ops()
 
 
 def main():
@@ -100,6 +114,8 @@ def main():
                 continue
             sig = ", ".join(f"%{a[0]}: {t(a[1], *a[2:])}" for a in args)
             rt = (t(()) if name == "sum_all" else t((4,)) if name == "sum_rows"
+                  else t(ROWS + (4, 4)) if name.startswith("sinkhorn")
+                  else t(ROWS + (4, 64)) if name == "short_matmul"
                   else t(ROWS + (1,)) if name.startswith("nag_gate")
                   else t((w,)) if name.startswith("colsum")
                   else t((64, w)) if name.startswith("embedding_grad") else t(ROWS + (w,)))
