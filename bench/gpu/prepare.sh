@@ -97,7 +97,11 @@ def train_inputs(rng, art):
         elif name.endswith(":v"):
             a = (np.abs(rng.standard_normal(shape)) * 1e-3).astype(np.float32)
         elif name.endswith(":m"):
-            a = (rng.standard_normal(shape) * 1e-3).astype(np.float32)
+            # Small against (1 - beta1) g: m' = beta1 m + (1 - beta1) g is
+            # then no difference of near-equal terms (a 1e-3 m once
+            # cancelled 30-fold against a scalar's gradient, and the two
+            # devices' summation orders, 2e-6 apart in g, failed 1e-5 in m').
+            a = (rng.standard_normal(shape) * 1e-6).astype(np.float32)
         elif name in ("lr", "bias_correction1", "bias_correction2"):
             a = np.full(shape, {"lr": 1e-3}.get(name, 0.5), np.float32)
         else:

@@ -22,9 +22,51 @@ bool isInOrderProjection(AffineMap map) {
   return true;
 }
 
+namespace {
+
+/// Whether `op` multiplies two f32 operands into a matrix product: the
+/// output's last two loops m, n; A reads m and not n, B reads n and not m
+/// (a per-row dot product reads both from each input).
+bool isMatrixProduct(linalg::GenericOp op) {
+  if (!rewire::isMultiplyAccumulate(op) || !elementTypeOf(op.getDpsInits()[0]).isF32() ||
+      op.getNumDpsInputs() != 2)
+    return false;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap out = maps[2];
+  if (out.getNumResults() < 2 || !out.isProjectedPermutation())
+    return false;
+  unsigned m = out.getDimPosition(out.getNumResults() - 2);
+  unsigned n = out.getDimPosition(out.getNumResults() - 1);
+  auto reads = [](AffineMap map, unsigned d) { return map.isFunctionOfDim(d); };
+  return reads(maps[0], m) && !reads(maps[0], n) && reads(maps[1], n) && !reads(maps[1], m);
+}
+
+/// A matrix product of at most kShortContraction terms per output (static
+/// shapes): a hyper-connection's gradient res^T . g, 2048 products of
+/// [4, 4] . [4, 768], or dz . W^T with W [768, 4]. Streaming work, 2k flops
+/// per output, for a generic kernel with a thread per output: cuBLAS's
+/// batched call took 82 us on an H200 for what streams in 12, and a row
+/// kernel (the reduction is the last loop) gave each output a warp with
+/// one lane busy: 626 us.
+bool isShortContraction(linalg::GenericOp op) {
+  if (!isMatrixProduct(op))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return false;
+  int64_t k = 1;
+  for (auto [range, type] : llvm::zip(ranges, op.getIteratorTypesArray()))
+    if (type == utils::IteratorType::reduction)
+      k = std::min<int64_t>(k * range, kShortContraction + 1);
+  return k <= kShortContraction;
+}
+
+} // namespace
+
 RowRole classify(linalg::GenericOp op) {
   unsigned n = op.getNumLoops();
-  if (n == 0 || !op.hasPureTensorSemantics() && !op.hasPureBufferSemantics())
+  if (n == 0 || (!op.hasPureTensorSemantics() && !op.hasPureBufferSemantics()) ||
+      isShortContraction(op))
     return RowRole::none;
   for (AffineMap m : op.getIndexingMapsArray())
     if (!isInOrderProjection(m))
@@ -57,36 +99,7 @@ bool fitsRowKernel(int64_t width) {
   return width > 0 && width / v <= kRowKernelMaxChunks * kRowKernelMaxThreads;
 }
 
-bool isGemm(linalg::GenericOp op) {
-  if (!rewire::isMultiplyAccumulate(op) || !elementTypeOf(op.getDpsInits()[0]).isF32() ||
-      op.getNumDpsInputs() != 2)
-    return false;
-  // A matrix product: the output's last two loops m, n; A reads m and not n,
-  // B reads n and not m (a per-row dot product reads both from each input).
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  AffineMap out = maps[2];
-  if (out.getNumResults() < 2 || !out.isProjectedPermutation())
-    return false;
-  unsigned m = out.getDimPosition(out.getNumResults() - 2);
-  unsigned n = out.getDimPosition(out.getNumResults() - 1);
-  auto reads = [](AffineMap map, unsigned d) {
-    return map.isFunctionOfDim(d);
-  };
-  if (!(reads(maps[0], m) && !reads(maps[0], n) && reads(maps[1], n) && !reads(maps[1], m)))
-    return false;
-  // A contraction of a few terms (a hyper-connection's gradient res^T . g:
-  // 2048 products of [4, 4] . [4, 768]) is streaming work, 2k flops per
-  // output, for a generated kernel with a thread per output: cuBLAS's
-  // batched call took 82 us on an H200 for what streams in 12.
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
-    return true;
-  int64_t k = 1;
-  for (auto [range, type] : llvm::zip(ranges, op.getIteratorTypesArray()))
-    if (type == utils::IteratorType::reduction)
-      k = std::min<int64_t>(k * range, kShortContraction + 1);
-  return k > kShortContraction;
-}
+bool isGemm(linalg::GenericOp op) { return isMatrixProduct(op) && !isShortContraction(op); }
 
 Type elementTypeOf(Value v) {
   if (auto s = dyn_cast<ShapedType>(v.getType()))
