@@ -431,9 +431,9 @@ def SplitLongReductions : Pass<"rewire-split-long-reductions", "::mlir::func::Fu
     default `min-length` (1024) is where splitting pays on an H200: unsplit,
     16 threads per output each load reduction/16 points one after another
     (about 0.2 us each), so a 4-output, 2048-token reduction (a hyper-
-    connection's static coefficient gradient) took 26 us. Contractions are left to cuBLAS. The sums
-    change order (fp32 results differ from the CPU's in the last bits:
-    partial sums, closer to pairwise summation).
+    connection's static coefficient gradient) took 26 us. Contractions are
+    left to cuBLAS. The sums change order (fp32 results differ from the
+    CPU's in the last bits: partial sums, closer to pairwise summation).
   }];
   let options = [
     Option<"minLength", "min-length", "int64_t", /*default=*/"1024",
