@@ -112,9 +112,14 @@ FailureOr<KernelFrame> beginKernel(linalg::GenericOp op, ArrayRef<Value> operand
 }
 
 FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operands,
-                                    mlir::gpu::GPUModuleOp module, StringRef name) {
-  if (std::optional<Guard> g = matchGuardedReduction(op))
+                                    mlir::gpu::GPUModuleOp module, StringRef name,
+                                    ArrayRef<TypedAttr> initValues) {
+  if (std::optional<Guard> g = matchGuardedReduction(op)) {
+    if (llvm::any_of(initValues, [](TypedAttr a) { return a; }))
+      return op.emitError("rewire-kernels-to-gpu: internal error: a fill folded into a guarded "
+                          "reduction");
     return emitGuardedReduction(op, *g, operands, module, name);
+  }
   Location loc = op.getLoc();
   OpBuilder b(op.getContext());
   SmallVector<int64_t> loops = op.getStaticLoopRanges();
@@ -218,12 +223,20 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
       return mapping.lookup(operand.get());
     return memref::LoadOp::create(b, loc, p, at(operand));
   };
-
   unsigned numInputs = op.getNumDpsInputs();
+  // Output i's value when the kernel starts: a folded fill's constant, or
+  // the buffer's.
+  auto initialValue = [&](unsigned i) -> Value {
+    if (i < initValues.size() && initValues[i])
+      return arith::ConstantOp::create(b, loc, initValues[i]);
+    OpOperand &init = op.getDpsInitsMutable()[i];
+    return valueOf(init, operandParams[init.getOperandNumber()]);
+  };
+
   SmallVector<Value> inits;
-  for (OpOperand &init : op.getDpsInitsMutable()) {
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
     bool needed = !split && (!reduction.empty() || op.payloadUsesValueFromOperand(&init));
-    inits.push_back(needed ? valueOf(init, operandParams[init.getOperandNumber()]) : Value());
+    inits.push_back(needed ? initialValue(i) : Value());
   }
 
   // The payload at the current ivs, given the outputs so far.
@@ -278,8 +291,8 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, cst(0));
     auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
-      results.push_back(fold(i, valueOf(init, operandParams[init.getOperandNumber()]), totals[i]));
+    for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
+      results.push_back(fold(i, initialValue(i), totals[i]));
   } else if (split) {
     // Thread (x, y) folds reduction points y, y + kSplitY, ... of output x
     // (the reduction loops flattened), then row y of shared memory holds
@@ -312,8 +325,8 @@ FailureOr<Launch> emitGenericKernel(linalg::GenericOp op, ArrayRef<Value> operan
       first = arith::AndIOp::create(b, loc, first, inside);
     auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-      Value acc = valueOf(init, operandParams[init.getOperandNumber()]);
+    for (unsigned i = 0; i < op.getNumDpsInits(); ++i) {
+      Value acc = initialValue(i);
       for (int64_t y = 0; y < kSplitY; ++y)
         acc = fold(i, acc, memref::LoadOp::create(b, loc, func.getWorkgroupAttributions()[i],
                                                   ValueRange{cst(y), tid}));

@@ -41,10 +41,13 @@ mlir::FailureOr<Launch> emitRowKernel(mlir::func::FuncOp kernel,
 /// `operands` are the memrefs it reads and writes, statically typed (the
 /// op's own operands, or their sources through memref.cast), in the order
 /// of the kernel's parameters: the op's memref operands, then buffers its
-/// body reads.
+/// body reads. `initValues`, when not empty, gives per output the constant
+/// it holds when the kernel starts (a fill folded into the kernel: read
+/// instead of the buffer), or null.
 mlir::FailureOr<Launch> emitGenericKernel(mlir::linalg::GenericOp op,
                                           llvm::ArrayRef<mlir::Value> operands,
-                                          mlir::gpu::GPUModuleOp module, llvm::StringRef name);
+                                          mlir::gpu::GPUModuleOp module, llvm::StringRef name,
+                                          llvm::ArrayRef<mlir::TypedAttr> initValues = {});
 
 /// A kernel function for one linalg op under construction: its parameters
 /// (the op's memref operands, then the buffers its body reads: `operands`

@@ -17,6 +17,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace rewire {
@@ -45,6 +46,52 @@ bool hasStaticLayout(Value v) {
   int64_t offset;
   return succeeded(type.getStridesAndOffset(strides, offset)) &&
          !ShapedType::isDynamic(offset) && llvm::none_of(strides, ShapedType::isDynamic);
+}
+
+/// The allocation under `v`'s views (subview, cast, reshapes).
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// The output of the generic right after `fill` that starts from the
+/// filled constant, where the kernel can start from the constant instead:
+/// a generated kernel (not cuBLAS, not a guarded reduction) that writes
+/// every point of that output and reads the buffer through no other operand
+/// or view of it.
+std::optional<unsigned> foldableFill(linalg::FillOp fill) {
+  auto next = dyn_cast_or_null<linalg::GenericOp>(fill->getNextNode());
+  TypedAttr value;
+  if (!next || !fill.hasPureBufferSemantics() || !next.hasPureBufferSemantics() ||
+      !matchPattern(fill.getInputs()[0], m_Constant(&value)) ||
+      rewire::gpu::isGemm(next) || rewire::gpu::matchGuardedReduction(next))
+    return std::nullopt;
+  Value target = fill.getOutputs()[0];
+  if (value.getType() != cast<MemRefType>(target.getType()).getElementType())
+    return std::nullopt;
+  std::optional<unsigned> found;
+  for (OpOperand &init : next.getDpsInitsMutable())
+    if (init.get() == target) {
+      if (found)
+        return std::nullopt;
+      found = init.getOperandNumber() - next.getNumDpsInputs();
+    }
+  if (!found)
+    return std::nullopt;
+  Value root = rootOf(target);
+  for (OpOperand &use : next->getOpOperands())
+    if (use.get() != target && isa<MemRefType>(use.get().getType()) && rootOf(use.get()) == root)
+      return std::nullopt;
+  bool captured = false;
+  next.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (isa<MemRefType>(v.getType()) && rootOf(v) == root)
+        captured = true;
+  });
+  if (captured)
+    return std::nullopt;
+  return found;
 }
 
 /// A symbol PTX accepts: letters, digits and '_'.
@@ -123,6 +170,8 @@ void KernelsToGPUPass::runOnOperation() {
     if (!fn.isExternal() && !fn->hasAttr(rewire::kRowKernelAttrName))
       hosts.push_back(fn);
   llvm::SmallPtrSet<Operation *, 8> rowKernels;
+  // Per generic kernel: its outputs' values at the start (folded fills).
+  DenseMap<Operation *, SmallVector<TypedAttr>> initValues;
   for (func::FuncOp fn : hosts) {
     unsigned counter = 0;
     // memref.copy is a linalg.copy to the kernels.
@@ -179,6 +228,19 @@ void KernelsToGPUPass::runOnOperation() {
           fill.erase();
           continue;
         }
+        // A constant fill right before the generic kernel that starts from
+        // it (a reduction's init): the kernel starts from the constant, one
+        // launch and one pass over the output less.
+        if (std::optional<unsigned> i = foldableFill(fill)) {
+          auto next = cast<linalg::GenericOp>(fill->getNextNode());
+          SmallVector<TypedAttr> &values = initValues[next];
+          values.resize(next.getNumDpsInits());
+          TypedAttr value;
+          matchPattern(fill.getInputs()[0], m_Constant(&value));
+          values[*i] = value;
+          fill.erase();
+          continue;
+        }
       }
       linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op);
       if (!generic) {
@@ -213,7 +275,8 @@ void KernelsToGPUPass::runOnOperation() {
         }
       // The kernel reads the static types: retype the op's view of them.
       auto l = rewire::gpu::emitGenericKernel(generic, operands, gpuModule,
-                                              kernelName(fn.getSymName(), counter++));
+                                              kernelName(fn.getSymName(), counter++),
+                                              initValues.lookup(generic));
       if (failed(l))
         return signalPassFailure();
       launch(generic, *l, operands);
