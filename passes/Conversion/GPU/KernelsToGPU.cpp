@@ -55,12 +55,19 @@ Value rootOf(Value v) {
   return v;
 }
 
+/// A constant fill folded into the next op's kernel: which output starts
+/// from which value.
+struct FoldedFill {
+  unsigned output;
+  TypedAttr value;
+};
+
 /// The output of the generic right after `fill` that starts from the
 /// filled constant, where the kernel can start from the constant instead:
 /// a generated kernel (not cuBLAS, not a guarded reduction) that writes
 /// every point of that output and reads the buffer through no other operand
 /// or view of it.
-std::optional<unsigned> foldableFill(linalg::FillOp fill) {
+std::optional<FoldedFill> foldableFill(linalg::FillOp fill) {
   auto next = dyn_cast_or_null<linalg::GenericOp>(fill->getNextNode());
   TypedAttr value;
   if (!next || !fill.hasPureBufferSemantics() || !next.hasPureBufferSemantics() ||
@@ -91,7 +98,7 @@ std::optional<unsigned> foldableFill(linalg::FillOp fill) {
   });
   if (captured)
     return std::nullopt;
-  return found;
+  return FoldedFill{*found, value};
 }
 
 /// A symbol PTX accepts: letters, digits and '_'.
@@ -231,13 +238,11 @@ void KernelsToGPUPass::runOnOperation() {
         // A constant fill right before the generic kernel that starts from
         // it (a reduction's init): the kernel starts from the constant, one
         // launch and one pass over the output less.
-        if (std::optional<unsigned> i = foldableFill(fill)) {
+        if (std::optional<FoldedFill> folded = foldableFill(fill)) {
           auto next = cast<linalg::GenericOp>(fill->getNextNode());
           SmallVector<TypedAttr> &values = initValues[next];
           values.resize(next.getNumDpsInits());
-          TypedAttr value;
-          matchPattern(fill.getInputs()[0], m_Constant(&value));
-          values[*i] = value;
+          values[folded->output] = folded->value;
           fill.erase();
           continue;
         }

@@ -84,7 +84,7 @@ struct SplitLongReductionsPass
     // would sum fewer than 16 points (a scalar's 32768 points: 2048 of 16).
     while (ratio >= 16 && (counts->reduction % ratio != 0 || counts->reduction / ratio < 16))
       ratio /= 2;
-    return ratio >= 16 && counts->reduction / ratio >= 16 ? ratio : 0;
+    return ratio >= 16 ? ratio : 0;
   }
 
   /// Splits `op` into `ratio` partial sums per output. Where a step does
