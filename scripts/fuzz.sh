@@ -50,9 +50,10 @@ if ! dpkg-query -W -f='${Status}' libclang-rt-22-dev 2>/dev/null | grep -q "inst
     echo "fuzz: error: could not install libclang-rt-22-dev" >&2; exit 2; }
 fi
 
-# -O1 and line tables only (as libFuzzer's docs suggest): the instrumented build
-# of the whole compiler is most of the test command's fuzz phase, and reports
-# keep file:line in every frame.
+# -O1 and line tables only (as libFuzzer's docs suggest), and the common MLIR
+# headers precompiled (REWIRE_PRECOMPILED_HEADERS, on by default): the
+# instrumented build of the whole compiler is most of the test command's fuzz
+# phase, and reports keep file:line in every frame.
 SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -gline-tables-only"
 if [ ! -f "$FUZZ_DIR/build.ninja" ]; then
   cmake -G Ninja -S "$ROOT" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Release \
