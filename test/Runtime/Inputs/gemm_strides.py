@@ -1,14 +1,17 @@
-"""Writes an ONNX model of three weight-gradient-shaped products A^T B
+"""Writes an ONNX model of six weight-gradient-shaped products A^T B
 (Gemm transA=1), random inputs and their float64 products:
 
   A [96, 1024]  B [96, 64]    A's row stride 1024 floats
   A [80, 256]   B [80, 2048]  B's row stride 2048 floats
   A [128, 1536] B [128, 512]  both strides multiples of 512
+  A [512, 1024] B [512, 4]    few columns (a coefficient projection's gradient)
+  A [300, 77]   B [300, 12]   few columns, odd sizes
+  A [2048, 256] B [2048, 1]   one column
 
-On a CPU where oneDNN runs its AVX2 kernels the runtime copies such
-operands to padded rows first (runtime/Kernels.c, rewire_sgemm); the
-products must not change, and the per-thread copies grow and shrink
-between calls.
+On a CPU where oneDNN runs its AVX2 kernels the runtime copies the first
+three's operands to padded rows first, and computes the last three as
+(B^T A)^T (runtime/Kernels.c, rewire_sgemm); the products must not change,
+and the per-thread copies grow and shrink between calls.
 
     gemm_strides.py OUT_DIR
 """
@@ -21,7 +24,8 @@ from onnx import TensorProto, helper as h
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
-shapes = [((96, 1024), (96, 64)), ((80, 256), (80, 2048)), ((128, 1536), (128, 512))]
+shapes = [((96, 1024), (96, 64)), ((80, 256), (80, 2048)), ((128, 1536), (128, 512)),
+          ((512, 1024), (512, 4)), ((300, 77), (300, 12)), ((2048, 256), (2048, 1))]
 rng = np.random.default_rng(11)
 inputs, nodes, outputs = [], [], []
 for i, (sa, sb) in enumerate(shapes):
