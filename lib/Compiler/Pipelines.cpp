@@ -87,10 +87,15 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // the forms' decompositions and reverse rules compute alike: a hyper
   // stream's rms scale, once per coefficient set and again in the backward,
   // and the projections the backward recomputes. Then products sharing a
-  // left operand (the three projections of one stream) become one.
+  // left operand (the three projections of one stream) become one, and on
+  // the CPU so do products summed into one gradient (their input
+  // gradients; on CUDA the concatenations would add launches: the tiny
+  // GPT's mHC step 346 -> 362, for a gain not measured there).
   if (options.optLevel > 0) {
     fn.addPass(createCSEPass());
     fn.addPass(rewire::createFuseSiblingMatmuls());
+    if (!options.cuda)
+      fn.addPass(rewire::createFuseMatmulSums());
   }
   // The CPU runs attention as one kernel (runtime/Attention.c); CUDA
   // expands it (its kernels come from the linalg ops).

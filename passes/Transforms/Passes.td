@@ -326,6 +326,48 @@ def FuseSiblingMatmuls : Pass<"nn-fuse-sibling-matmuls", "::mlir::func::FuncOp">
   let dependentDialects = ["::rewire::nn::NNDialect"];
 }
 
+def FuseMatmulSums : Pass<"nn-fuse-matmul-sums", "::mlir::func::FuncOp"> {
+  let summary = "One product for a sum of nn.matmul ops";
+  let description = [{
+    In a tree of `nn.add` ops (each add used only by the next, none
+    broadcasting), the products `A1 . B1 + A2 . B2 + ...` whose left
+    operands agree but for their last (contraction) dimension and whose
+    right operands are static 2-D matrices with the same column count
+    become one product, `concat(A1, A2, ...) . concat(B1, B2, ...)` (left
+    operands along their last axis, right operands along their rows), added
+    to the tree's other leaves. Reshaped subtrees of one source shape that
+    hold such products are summed before a single reshape, so products
+    behind reshapes meet. The typical sum is an input gradient: a
+    hyper stream's three coefficient sets each contribute `dz_i . W_iᵀ` to
+    its flattened rows (mHC: `[B, T, 4]`, `[B, T, 4]` and `[B, T, 16]` times
+    `[k, n·d]`), one wider product instead of three that each write the
+    whole gradient.
+
+    The concatenations copy both operands at every call, so a group is
+    fused only when those copies are no larger than the (m - 1) results of
+    m products it saves: q, k and v gradients of full width (`[T, d] .
+    [d, d]` three times) stay apart. The tree is reassociated (the fused
+    product first, the other leaves in their order), so sums change by
+    round-off. rewire-compile runs it for the CPU at -O1 and up, on nn ops,
+    after the reverse pass and `nn-fuse-sibling-matmuls` (not for CUDA,
+    where the concatenations are extra kernel launches).
+
+    Example:
+    ```mlir
+    %p = nn.matmul %a1, %w1 : (tensor<8x4xf32>, tensor<4x64xf32>) -> tensor<8x64xf32>
+    %q = nn.matmul %a2, %w2 : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+    %s = nn.add %p, %q : tensor<8x64xf32>
+    %t = nn.add %s, %x : tensor<8x64xf32>
+    // becomes
+    %a = nn.concat %a1, %a2 {axis = 1 : i64} : (tensor<8x4xf32>, tensor<8x16xf32>) -> tensor<8x20xf32>
+    %w = nn.concat %w1, %w2 {axis = 0 : i64} : (tensor<4x64xf32>, tensor<16x64xf32>) -> tensor<20x64xf32>
+    %f = nn.matmul %a, %w : (tensor<8x20xf32>, tensor<20x64xf32>) -> tensor<8x64xf32>
+    %t = nn.add %f, %x : tensor<8x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::rewire::nn::NNDialect"];
+}
+
 def FuseAttention : Pass<"nn-fuse-attention", "::mlir::func::FuncOp"> {
   let summary = "Form nn.attention from the exporters' matmul/softmax/matmul subgraph";
   let description = [{
