@@ -55,9 +55,10 @@ Value rootOf(Value v) {
   return v;
 }
 
-/// A constant fill folded into the next op's kernel: which output starts
-/// from which value.
+/// A constant fill folded into the next op's kernel: which output of which
+/// generic starts from which value.
 struct FoldedFill {
+  linalg::GenericOp next;
   unsigned output;
   TypedAttr value;
 };
@@ -98,7 +99,7 @@ std::optional<FoldedFill> foldableFill(linalg::FillOp fill) {
   });
   if (captured)
     return std::nullopt;
-  return FoldedFill{*found, value};
+  return FoldedFill{next, *found, value};
 }
 
 /// A symbol PTX accepts: letters, digits and '_'.
@@ -239,9 +240,8 @@ void KernelsToGPUPass::runOnOperation() {
         // it (a reduction's init): the kernel starts from the constant, one
         // launch and one pass over the output less.
         if (std::optional<FoldedFill> folded = foldableFill(fill)) {
-          auto next = cast<linalg::GenericOp>(fill->getNextNode());
-          SmallVector<TypedAttr> &values = initValues[next];
-          values.resize(next.getNumDpsInits());
+          SmallVector<TypedAttr> &values = initValues[folded->next];
+          values.resize(folded->next.getNumDpsInits());
           values[folded->output] = folded->value;
           fill.erase();
           continue;
