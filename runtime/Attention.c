@@ -343,7 +343,8 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
  * one order, whatever the team); inside, for each block of kBlockQ queries:
  *   1. its row max m and sum l, from the key tiles as in the forward;
  *   2. delta = rowsum(do * o);
- *   3. for each key tile: p = exp(s - m) / l (s computed again),
+ *   3. for each key tile: p = exp(s - m) / l (s computed again, unless the
+ *      block's keys are one tile: step 1 left exp(s - m) there),
  *      dv_j += p^T do_i, dp = do_i v_j^T, ds = p * (dp - delta),
  *      dq_i += scale ds k_j, dk_j += scale ds^T q_i.
  * Tiles skipped by the forward (causal, wholly masked by the bias) are
@@ -372,6 +373,26 @@ static void weightsTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const
       row[c] = expNonPositive(row[c] - mr) * inv;
     if (n < cols)
       memset(row + n, 0, (size_t)(cols - n) * sizeof(float));
+  }
+}
+
+/* p = s / l from a tile softmaxTile left as exp(s - m) with the row's final
+ * max m (the block's only tile): the bits weightsTile computes from the
+ * scores, without their product again. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static void normalizeTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const int64_t *limit,
+                          const float *l) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = s + r * ldS;
+    int64_t n = limit[r];
+    if (n <= 0 || !(l[r] > 0.0f)) {
+      memset(row, 0, (size_t)cols * sizeof(float));
+      continue;
+    }
+    float inv = 1.0f / l[r];
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c)
+      row[c] *= inv;
   }
 }
 
@@ -483,7 +504,9 @@ void rewire_attention_backward(
       int64_t end = causal ? i0 + rows + shift : tk;
       if (end > tk)
         end = tk;
-      /* 1. Row max and sum. */
+      /* 1. Row max and sum. A block whose keys fit one tile keeps that
+       * tile's exp(s - m) for step 3 (m is then final). */
+      int oneTile = end <= kBlockK;
       for (int64_t r = 0; r < rows; ++r) {
         w.m[r] = -INFINITY;
         w.l[r] = 0.0f;
@@ -502,8 +525,15 @@ void rewire_attention_backward(
       /* 2. delta = rowsum(do * o); rows without weights. */
       for (int64_t r = 0; r < rows; ++r) {
         float acc = 0.0f;
-        for (int64_t c = 0; c < dv; ++c)
-          acc += DOb[r * dsT + c * dsD] * Ob[r * osT + c * osD];
+        const float *dor = DOb + r * dsT, *orow = Ob + r * osT;
+        if (dsD == 1 && osD == 1) {
+#pragma omp simd reduction(+ : acc)
+          for (int64_t c = 0; c < dv; ++c)
+            acc += dor[c] * orow[c];
+        } else {
+          for (int64_t c = 0; c < dv; ++c)
+            acc += dor[c * dsD] * orow[c * osD];
+        }
         w.delta[r] = acc;
         if (!(w.l[r] > 0.0f) && !zeroMaskedRows)
           nanHead = 1;
@@ -518,10 +548,14 @@ void rewire_attention_backward(
         int64_t ldk, ldv;
         const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
         const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
-        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK, i0,
-                        j0, rows, cols, d, scale, causal, shift))
-          failed = 1;
-        weightsTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l);
+        if (oneTile) {
+          normalizeTile(w.s, kBlockK, rows, cols, w.limit, w.l);
+        } else {
+          if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK,
+                          i0, j0, rows, cols, d, scale, causal, shift))
+            failed = 1;
+          weightsTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l);
+        }
         /* dv_j += p^T do;  dp = do v_j^T */
         if (dv > 0) {
           if (!sgemm('T', 'N', cols, dv, rows, 1.0f, w.s, kBlockK, dom, lddo, 1.0f,
@@ -553,6 +587,11 @@ void rewire_attention_backward(
     float *DKb = DK + b * dksB + h * dksH;
     float *DVb = DV + b * dvsB + h * dvsH;
     for (int64_t j = 0; j < tk; ++j) {
+      if (!nanHead && dksD == 1 && dvsD == 1) {
+        memcpy(DKb + j * dksT, w.dk + j * d, (size_t)d * sizeof(float));
+        memcpy(DVb + j * dvsT, w.dv + j * dv, (size_t)dv * sizeof(float));
+        continue;
+      }
       for (int64_t c = 0; c < d; ++c)
         DKb[j * dksT + c * dksD] = nanHead ? NAN : w.dk[j * d + c];
       for (int64_t c = 0; c < dv; ++c)

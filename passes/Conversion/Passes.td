@@ -210,6 +210,23 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
     recognizable for `rewire-linalg-to-blas` and nothing is recomputed inside
     a reduction loop. Chains such as bias add + GELU, or a residual gate's
     epilogue, become one loop nest.
+
+    A producer that upstream leaves alone because it has other users, or
+    because its consumer reads several of its results, is merged into its
+    first consumer when both are all-parallel over the same space element
+    for element (identity maps between them) and its other users come
+    later: the merged op computes it once and returns the results the later
+    users read (upstream would compute it again inside the consumer). So a
+    train step's GELU writes what its backward needs in one pass instead of
+    five, an optimizer's moment updates and parameter update are one pass,
+    and a backward chain whose pieces are used twice is one loop.
+
+    ```mlir
+    %t = linalg.generic ... ins(%x) { exp }            // used below and returned
+    %u = linalg.generic ... ins(%t, %y) { add, tanh }
+    // becomes
+    %m:2 = linalg.generic ... ins(%x, %y) { exp, add, tanh } // %m#0 replaces %t
+    ```
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

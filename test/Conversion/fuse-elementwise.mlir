@@ -58,3 +58,111 @@ func.func @not_into_gemm(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8
   } -> tensor<8x4xf32>
   return %m : tensor<8x4xf32>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+// A producer with later users is computed inside its first consumer's
+// loop, once, and returned by the merged op for them; the last consumer,
+// reading both, then takes the merged op whole: one loop, exp once.
+// CHECK-LABEL: func.func @shared_producer
+func.func @shared_producer(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  // CHECK: %[[M:.*]]:2 = linalg.generic
+  // CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<8x16xf32>)
+  // CHECK: %[[E:.*]] = math.exp
+  // CHECK-NOT: math.exp
+  // CHECK: math.tanh
+  // CHECK: %[[P:.*]] = arith.mulf
+  // CHECK: linalg.yield %[[E]], %[[P]]
+  // CHECK-NOT: linalg.generic
+  // CHECK: return %[[M]]#1, %[[M]]#0
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.exp %a : f32
+    linalg.yield %t : f32
+  } -> tensor<8x16xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %y : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %t = math.tanh %s : f32
+    linalg.yield %t : f32
+  } -> tensor<8x16xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %1 : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %2, %0 : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+// A consumer that reads two results of one producer takes the producer
+// whole (upstream's one-operand fusion would compute it twice).
+// CHECK-LABEL: func.func @two_results_one_reader
+func.func @two_results_one_reader(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  // CHECK: linalg.generic
+  // CHECK: math.exp
+  // CHECK: math.tanh
+  // CHECK: arith.mulf
+  // CHECK-NOT: linalg.generic
+  %0:2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%e, %e : tensor<8x16xf32>, tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32, %p: f32):
+    %t = math.exp %a : f32
+    %u = math.tanh %a : f32
+    linalg.yield %t, %u : f32, f32
+  } -> (tensor<8x16xf32>, tensor<8x16xf32>)
+  %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0#0, %0#1 : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %1 : tensor<8x16xf32>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+#tr = affine_map<(i, j) -> (j, i)>
+#row = affine_map<(i, j) -> (i)>
+// Shared producers stay apart where the consumer reads them transposed, or
+// reduces over them: each element would be needed in another iteration.
+// CHECK-LABEL: func.func @shared_not_elementwise
+func.func @shared_not_elementwise(%x: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16xf32>, tensor<16x16xf32>) {
+  %e = tensor.empty() : tensor<16x16xf32>
+  %r = tensor.empty() : tensor<16xf32>
+  // CHECK: math.exp
+  // CHECK: linalg.yield
+  // CHECK: linalg.generic
+  // CHECK-NOT: math.exp
+  // CHECK: linalg.generic
+  // CHECK-NOT: math.exp
+  // CHECK: return
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.exp %a : f32
+    linalg.yield %t : f32
+  } -> tensor<16x16xf32>
+  %1 = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.negf %a : f32
+    linalg.yield %s : f32
+  } -> tensor<16x16xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%0 : tensor<16x16xf32>) outs(%r : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %1, %2, %0 : tensor<16x16xf32>, tensor<16xf32>, tensor<16x16xf32>
+}

@@ -7,6 +7,7 @@
 #include "passes/Conversion/LinalgBuilders.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace rewire {
@@ -22,6 +23,133 @@ bool isContraction(Operation *op) {
   return linalgOp && rewire::isMultiplyAccumulate(linalgOp);
 }
 
+/// Whether elementwise `producer` can be computed inside `consumer`'s loop
+/// with its results that have other users kept as results of the merged op
+/// (computed once, stored once, read once fewer): both are all-parallel over
+/// the same space, element for element (the producer's outputs and the
+/// consumer's reads of them identity maps, so nothing is computed twice),
+/// the producer's body does not read its outputs, and every other user of
+/// its results comes after the consumer in their block (the merged op takes
+/// the consumer's place). The consumer may read several of its results,
+/// which upstream's one-operand fusion cannot take without recomputing.
+bool mergeable(linalg::GenericOp producer, linalg::GenericOp consumer) {
+  if (producer->getBlock() != consumer->getBlock() || !producer.hasPureTensorSemantics() ||
+      !consumer.hasPureTensorSemantics() || producer.getNumReductionLoops() != 0 ||
+      consumer.getNumReductionLoops() != 0 || producer.getNumLoops() != consumer.getNumLoops())
+    return false;
+  for (OpOperand &init : producer.getDpsInitsMutable())
+    if (!producer.getMatchingIndexingMap(&init).isIdentity() ||
+        producer.payloadUsesValueFromOperand(&init))
+      return false;
+  for (OpOperand &init : consumer.getDpsInitsMutable())
+    if (init.get().getDefiningOp() == producer)
+      return false;
+  for (OpOperand *input : consumer.getDpsInputOperands())
+    if (input->get().getDefiningOp() == producer &&
+        !consumer.getMatchingIndexingMap(input).isIdentity())
+      return false;
+  Block *block = consumer->getBlock();
+  for (Operation *user : producer->getUsers()) {
+    if (user == consumer.getOperation())
+      continue;
+    Operation *at = block->findAncestorOpInBlock(*user);
+    if (!at || at == consumer.getOperation() || !consumer->isBeforeInBlock(at))
+      return false;
+  }
+  return true;
+}
+
+/// The merged op of `mergeable(producer, consumer)`: the producer's inputs,
+/// then the consumer's other inputs; the producer's results still used
+/// elsewhere, then the consumer's. `kept` receives those producer results.
+linalg::GenericOp merge(RewriterBase &rewriter, linalg::GenericOp producer,
+                        linalg::GenericOp consumer, SmallVectorImpl<OpResult> &kept) {
+  SmallVector<Value> inputs, outputs;
+  SmallVector<AffineMap> maps;
+  SmallVector<Type> types;
+  for (OpOperand *input : producer.getDpsInputOperands()) {
+    inputs.push_back(input->get());
+    maps.push_back(producer.getMatchingIndexingMap(input));
+  }
+  for (OpOperand *input : consumer.getDpsInputOperands()) {
+    if (input->get().getDefiningOp() == producer)
+      continue;
+    inputs.push_back(input->get());
+    maps.push_back(consumer.getMatchingIndexingMap(input));
+  }
+  for (OpResult result : producer->getResults()) {
+    if (llvm::all_of(result.getUsers(),
+                     [&](Operation *user) { return user == consumer.getOperation(); }))
+      continue;
+    kept.push_back(result);
+    outputs.push_back(producer.getDpsInits()[result.getResultNumber()]);
+    maps.push_back(producer.getIndexingMapMatchingResult(result));
+    types.push_back(result.getType());
+  }
+  for (OpOperand &init : consumer.getDpsInitsMutable()) {
+    outputs.push_back(init.get());
+    maps.push_back(consumer.getMatchingIndexingMap(&init));
+    types.push_back(init.get().getType());
+  }
+  auto body = [&](OpBuilder &b, Location loc, ValueRange args) {
+    IRMapping map;
+    Block &first = producer.getRegion().front();
+    unsigned next = 0;
+    for (unsigned i = 0; i < producer.getNumDpsInputs(); ++i)
+      map.map(first.getArgument(i), args[next++]);
+    for (Operation &op : first.without_terminator())
+      b.clone(op, map);
+    auto firstYield = cast<linalg::YieldOp>(first.getTerminator());
+    Block &second = consumer.getRegion().front();
+    for (OpOperand *input : consumer.getDpsInputOperands()) {
+      BlockArgument arg = second.getArgument(input->getOperandNumber());
+      if (auto result = dyn_cast<OpResult>(input->get());
+          result && result.getOwner() == producer.getOperation())
+        map.map(arg, map.lookupOrDefault(firstYield.getOperand(result.getResultNumber())));
+      else
+        map.map(arg, args[next++]);
+    }
+    next += kept.size();
+    for (unsigned i = 0; i < consumer.getNumDpsInits(); ++i)
+      map.map(second.getArgument(consumer.getNumDpsInputs() + i), args[next++]);
+    for (Operation &op : second.without_terminator())
+      b.clone(op, map);
+    SmallVector<Value> yields;
+    for (OpResult result : kept)
+      yields.push_back(map.lookupOrDefault(firstYield.getOperand(result.getResultNumber())));
+    for (Value v : second.getTerminator()->getOperands())
+      yields.push_back(map.lookupOrDefault(v));
+    linalg::YieldOp::create(b, loc, yields);
+  };
+  rewriter.setInsertionPoint(consumer);
+  return linalg::GenericOp::create(rewriter, consumer.getLoc(), types, inputs, outputs, maps,
+                                   consumer.getIteratorTypesArray(), body);
+}
+
+/// Merges an elementwise producer that upstream's fusion leaves alone (it
+/// has other users, or several of its results feed the consumer) into its
+/// first consumer; upstream would recompute such a producer instead.
+struct MergeSharedProducer : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand *input : consumer.getDpsInputOperands()) {
+      auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || producer->hasOneUse() || !mergeable(producer, consumer))
+        continue;
+      SmallVector<OpResult> kept;
+      linalg::GenericOp merged = merge(rewriter, producer, consumer, kept);
+      for (auto [i, result] : llvm::enumerate(kept))
+        rewriter.replaceAllUsesWith(result, merged->getResult(i));
+      rewriter.replaceOp(consumer, merged->getResults().drop_front(kept.size()));
+      rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FuseElementwisePass
     : public rewire::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
@@ -30,6 +158,7 @@ struct FuseElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       return producer && producer->hasOneUse() && !isContraction(operand->getOwner());
     });
+    patterns.add<MergeSharedProducer>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
