@@ -217,9 +217,16 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
     for element (identity maps between them) and its other users come
     later: the merged op computes it once and returns the results the later
     users read (upstream would compute it again inside the consumer). So a
-    train step's GELU writes what its backward needs in one pass instead of
-    five, an optimizer's moment updates and parameter update are one pass,
-    and a backward chain whose pieces are used twice is one loop.
+    train step's bias add and GELU are one pass instead of five, AdamW's
+    moment and parameter updates one instead of three, and a backward chain
+    whose pieces are used twice one loop.
+
+    Such a producer whose other users come before the consumer (a forward
+    value its backward reads) is instead computed again inside the consumer
+    when that reads fewer tensors at full size -- the producer's inputs in
+    place of several of its results -- and its body is at most 48 ops: a
+    GELU's backward reads the pre-activation instead of the four values its
+    forward stored, and the forward stops writing them.
 
     ```mlir
     %t = linalg.generic ... ins(%x) { exp }            // used below and returned

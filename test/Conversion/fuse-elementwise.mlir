@@ -166,3 +166,44 @@ func.func @shared_not_elementwise(%x: tensor<16x16xf32>) -> (tensor<16x16xf32>, 
   } -> tensor<16xf32>
   return %1, %2, %0 : tensor<16x16xf32>, tensor<16xf32>, tensor<16x16xf32>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+// A producer read earlier by a reduction (so it cannot move to its later
+// consumer) is recomputed inside that consumer when this reads fewer
+// tensors: %x instead of its two results, as a GELU's backward reads the
+// pre-activation instead of what its forward stored.
+// CHECK-LABEL: func.func @recompute_for_fewer_reads
+func.func @recompute_for_fewer_reads(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> (tensor<8xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %r = tensor.empty() : tensor<8xf32>
+  // CHECK: iterator_types = ["parallel", "reduction"]
+  // CHECK: linalg.generic
+  // CHECK-SAME: ins(%arg0, %arg1 : tensor<8x16xf32>, tensor<8x16xf32>)
+  // CHECK: math.exp
+  // CHECK: math.tanh
+  // CHECK: arith.mulf
+  %p:2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%e, %e : tensor<8x16xf32>, tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32, %q: f32):
+    %t = math.exp %a : f32
+    %u = math.tanh %a : f32
+    linalg.yield %t, %u : f32, f32
+  } -> (tensor<8x16xf32>, tensor<8x16xf32>)
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%p#0 : tensor<8x16xf32>) outs(%r : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p#0, %p#1, %y : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %z: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %n = arith.addf %m, %z : f32
+    linalg.yield %n : f32
+  } -> tensor<8x16xf32>
+  return %s, %c : tensor<8xf32>, tensor<8x16xf32>
+}

@@ -7,7 +7,9 @@
 #include "passes/Conversion/LinalgBuilders.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace rewire {
@@ -23,16 +25,12 @@ bool isContraction(Operation *op) {
   return linalgOp && rewire::isMultiplyAccumulate(linalgOp);
 }
 
-/// Whether elementwise `producer` can be computed inside `consumer`'s loop
-/// with its results that have other users kept as results of the merged op
-/// (computed once, stored once, read once fewer): both are all-parallel over
-/// the same space, element for element (the producer's outputs and the
-/// consumer's reads of them identity maps, so nothing is computed twice),
-/// the producer's body does not read its outputs, and every other user of
-/// its results comes after the consumer in their block (the merged op takes
-/// the consumer's place). The consumer may read several of its results,
-/// which upstream's one-operand fusion cannot take without recomputing.
-bool mergeable(linalg::GenericOp producer, linalg::GenericOp consumer) {
+/// Whether elementwise `producer` can be computed inside `consumer`'s loop:
+/// both all-parallel over the same space, element for element (the
+/// producer's outputs and the consumer's reads of them identity maps, so
+/// nothing is computed twice in the loop), and the producer's body does not
+/// read its outputs.
+bool sameSpace(linalg::GenericOp producer, linalg::GenericOp consumer) {
   if (producer->getBlock() != consumer->getBlock() || !producer.hasPureTensorSemantics() ||
       !consumer.hasPureTensorSemantics() || producer.getNumReductionLoops() != 0 ||
       consumer.getNumReductionLoops() != 0 || producer.getNumLoops() != consumer.getNumLoops())
@@ -48,6 +46,17 @@ bool mergeable(linalg::GenericOp producer, linalg::GenericOp consumer) {
     if (input->get().getDefiningOp() == producer &&
         !consumer.getMatchingIndexingMap(input).isIdentity())
       return false;
+  return true;
+}
+
+/// Whether `sameSpace` holds and every other user of the producer's results
+/// comes after the consumer in their block, so the merged op (in the
+/// consumer's place) can return the results they read: computed once,
+/// stored once, read once fewer. The consumer may read several of them,
+/// which upstream's one-operand fusion cannot take without recomputing.
+bool mergeable(linalg::GenericOp producer, linalg::GenericOp consumer) {
+  if (!sameSpace(producer, consumer))
+    return false;
   Block *block = consumer->getBlock();
   for (Operation *user : producer->getUsers()) {
     if (user == consumer.getOperation())
@@ -59,11 +68,13 @@ bool mergeable(linalg::GenericOp producer, linalg::GenericOp consumer) {
   return true;
 }
 
-/// The merged op of `mergeable(producer, consumer)`: the producer's inputs,
-/// then the consumer's other inputs; the producer's results still used
-/// elsewhere, then the consumer's. `kept` receives those producer results.
+/// The op computing `producer` and then `consumer` in one loop (`sameSpace`):
+/// the producer's inputs, then the consumer's other inputs; with `keep`, the
+/// producer's results still used elsewhere (into `kept`), then the
+/// consumer's results.
 linalg::GenericOp merge(RewriterBase &rewriter, linalg::GenericOp producer,
-                        linalg::GenericOp consumer, SmallVectorImpl<OpResult> &kept) {
+                        linalg::GenericOp consumer, bool keep,
+                        SmallVectorImpl<OpResult> &kept) {
   SmallVector<Value> inputs, outputs;
   SmallVector<AffineMap> maps;
   SmallVector<Type> types;
@@ -78,7 +89,7 @@ linalg::GenericOp merge(RewriterBase &rewriter, linalg::GenericOp producer,
     maps.push_back(consumer.getMatchingIndexingMap(input));
   }
   for (OpResult result : producer->getResults()) {
-    if (llvm::all_of(result.getUsers(),
+    if (!keep || llvm::all_of(result.getUsers(),
                      [&](Operation *user) { return user == consumer.getOperation(); }))
       continue;
     kept.push_back(result);
@@ -139,11 +150,68 @@ struct MergeSharedProducer : OpRewritePattern<linalg::GenericOp> {
       if (!producer || producer->hasOneUse() || !mergeable(producer, consumer))
         continue;
       SmallVector<OpResult> kept;
-      linalg::GenericOp merged = merge(rewriter, producer, consumer, kept);
+      linalg::GenericOp merged = merge(rewriter, producer, consumer, /*keep=*/true, kept);
       for (auto [i, result] : llvm::enumerate(kept))
         rewriter.replaceAllUsesWith(result, merged->getResult(i));
       rewriter.replaceOp(consumer, merged->getResults().drop_front(kept.size()));
       rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// Whether `op`'s body is at most kMaxRecomputed ops of arithmetic on its
+/// operands: no gathers (tensor.extract reads memory its operands do not
+/// show) and no positions (linalg.index).
+bool pureArithmetic(linalg::GenericOp op) {
+  constexpr unsigned kMaxRecomputed = 48;
+  Block &body = op.getRegion().front();
+  if (body.getOperations().size() > kMaxRecomputed + 1)
+    return false;
+  for (Operation &inner : body.without_terminator())
+    if (inner.getNumRegions() != 0 || !isPure(&inner) ||
+        !llvm::isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()))
+      return false;
+  return true;
+}
+
+/// Recomputes, inside a consumer, an elementwise producer whose results it
+/// reads but which cannot be merged (it has users before the consumer: a
+/// forward value the backward reads), when that reads fewer tensors: the
+/// producer's full-size inputs instead of several of its results. A GELU's
+/// backward then reads the pre-activation instead of the four values its
+/// forward stored, and the forward stops writing them (canonicalization
+/// drops the dead results). The producer's body is a few dozen arithmetic
+/// ops at most (`pureArithmetic`), so the work added stays below the
+/// traffic saved.
+struct RecomputeProducer : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand *input : consumer.getDpsInputOperands()) {
+      auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || producer->hasOneUse() || !sameSpace(producer, consumer) ||
+          mergeable(producer, consumer) || !pureArithmetic(producer))
+        continue;
+      // Full-size reads before and after.
+      llvm::SmallDenseSet<Value> before, after;
+      for (OpOperand *in : consumer.getDpsInputOperands()) {
+        if (!consumer.getMatchingIndexingMap(in).isIdentity())
+          continue;
+        before.insert(in->get());
+        if (in->get().getDefiningOp() != producer)
+          after.insert(in->get());
+      }
+      for (OpOperand *in : producer.getDpsInputOperands())
+        if (producer.getMatchingIndexingMap(in).isIdentity())
+          after.insert(in->get());
+      if (after.size() >= before.size())
+        continue;
+      SmallVector<OpResult> none;
+      linalg::GenericOp merged = merge(rewriter, producer, consumer, /*keep=*/false, none);
+      rewriter.replaceOp(consumer, merged->getResults());
       return success();
     }
     return failure();
@@ -158,7 +226,7 @@ struct FuseElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       return producer && producer->hasOneUse() && !isContraction(operand->getOwner());
     });
-    patterns.add<MergeSharedProducer>(&getContext());
+    patterns.add<MergeSharedProducer, RecomputeProducer>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
