@@ -81,19 +81,22 @@ static const float *unaliased(struct Scratch *s, const float *x, int64_t rows, i
 }
 
 /* A product A^T B with few columns (a coefficient projection's weight
- * gradient x^T dz, N = 1..12): oneDNN 2.6's AVX2 SGEMM runs it 2-5x slower
- * than the same product transposed, C^T = B^T A, which streams A's rows once
- * (measured on a Zen 3, one thread: 1024x4x512 0.45 -> 0.12 ms, 3072x4x512
- * 1.66 -> 0.49, 768x8x2048 0.71 -> 0.61; from 16 columns on the direct call
- * wins). The transposed product goes to a per-thread scratch buffer and is
+ * gradient x^T dz, N = 1..16): oneDNN 2.6's SGEMM runs it 2-5x slower than
+ * the same product transposed, C^T = B^T A, which streams A's rows once.
+ * Measured, one thread: on a Zen 3 (AVX2 kernels) 1024x4x512 0.45 -> 0.12
+ * ms, 3072x4x512 1.66 -> 0.49, 768x8x2048 0.71 -> 0.61, and from 16 columns
+ * on the direct call wins; on a Xeon (model 207, AVX-512 kernels) 1024x4x512
+ * 0.16 -> 0.08 ms (2 threads 0.081 -> 0.028), 3072x4x512 0.52 -> 0.31,
+ * 1024x12x512 0.154 -> 0.125, 1024x16x512 0.148 -> 0.142 (2 threads 0.075 ->
+ * 0.059). The transposed product goes to a per-thread scratch buffer and is
  * copied into C with beta applied. Returns 0 where it does not apply or no
  * scratch can be had (the direct call runs). */
-enum { kNarrowColumns = 12 };
+static int64_t narrowColumns(void) { return avx2Class() ? 12 : 16; }
 
 static int narrowTransposedA(int64_t m, int64_t n, int64_t k, const float *pa, int64_t lda,
                              const float *pb, int64_t ldb, float beta, float *pc, int64_t ldc) {
   static __thread struct Scratch scratch;
-  if (n > kNarrowColumns || m < 64 || !avx2Class())
+  if (n > narrowColumns() || m < 64)
     return 0;
   float *t = reserve(&scratch, n, m); /* C^T [n, m] */
   if (!t || dnnl_sgemm('T', 'N', n, m, k, 1.0f, pb, ldb, pa, lda, 0.0f, t, m) != dnnl_success)
