@@ -354,9 +354,11 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
  *
  *===----------------------------------------------------------------------===*/
 
-/* p = exp(s - m) / l over a tile's first limit[r] columns (0 beyond and in
- * rows whose weights are all 0 or NaN under zeroMaskedRows). Returns 1 when
- * a row has NaN weights and they are to be kept. */
+/* p = exp(s - m) / l over a tile's first limit[r] columns (0 beyond, and in
+ * rows whose weights are all 0 or NaN). With m NULL the tile already holds
+ * exp(s - m) for the rows' final max (what softmaxTile leaves in a block's
+ * only tile) and is divided by l: the same bits, without the scores'
+ * product and exponentials again. */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static void weightsTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const int64_t *limit,
                         const float *m, const float *l) {
@@ -367,32 +369,19 @@ static void weightsTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const
       memset(row, 0, (size_t)cols * sizeof(float));
       continue;
     }
-    float mr = m[r], inv = 1.0f / l[r];
+    float inv = 1.0f / l[r];
+    if (m) {
+      float mr = m[r];
 #pragma omp simd
-    for (int64_t c = 0; c < n; ++c)
-      row[c] = expNonPositive(row[c] - mr) * inv;
+      for (int64_t c = 0; c < n; ++c)
+        row[c] = expNonPositive(row[c] - mr) * inv;
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < n; ++c)
+        row[c] *= inv;
+    }
     if (n < cols)
       memset(row + n, 0, (size_t)(cols - n) * sizeof(float));
-  }
-}
-
-/* p = s / l from a tile softmaxTile left as exp(s - m) with the row's final
- * max m (the block's only tile): the bits weightsTile computes from the
- * scores, without their product again. */
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-static void normalizeTile(float *s, int64_t ldS, int64_t rows, int64_t cols, const int64_t *limit,
-                          const float *l) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float *row = s + r * ldS;
-    int64_t n = limit[r];
-    if (n <= 0 || !(l[r] > 0.0f)) {
-      memset(row, 0, (size_t)cols * sizeof(float));
-      continue;
-    }
-    float inv = 1.0f / l[r];
-#pragma omp simd
-    for (int64_t c = 0; c < n; ++c)
-      row[c] *= inv;
   }
 }
 
@@ -549,7 +538,7 @@ void rewire_attention_backward(
         const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
         const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
         if (oneTile) {
-          normalizeTile(w.s, kBlockK, rows, cols, w.limit, w.l);
+          weightsTile(w.s, kBlockK, rows, cols, w.limit, NULL, w.l);
         } else {
           if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK,
                           i0, j0, rows, cols, d, scale, causal, shift))

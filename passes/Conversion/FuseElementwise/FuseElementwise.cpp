@@ -137,32 +137,8 @@ linalg::GenericOp merge(RewriterBase &rewriter, linalg::GenericOp producer,
                                    consumer.getIteratorTypesArray(), body);
 }
 
-/// Merges an elementwise producer that upstream's fusion leaves alone (it
-/// has other users, or several of its results feed the consumer) into its
-/// first consumer; upstream would recompute such a producer instead.
-struct MergeSharedProducer : OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
-                                PatternRewriter &rewriter) const override {
-    for (OpOperand *input : consumer.getDpsInputOperands()) {
-      auto producer = input->get().getDefiningOp<linalg::GenericOp>();
-      if (!producer || producer->hasOneUse() || !mergeable(producer, consumer))
-        continue;
-      SmallVector<OpResult> kept;
-      linalg::GenericOp merged = merge(rewriter, producer, consumer, /*keep=*/true, kept);
-      for (auto [i, result] : llvm::enumerate(kept))
-        rewriter.replaceAllUsesWith(result, merged->getResult(i));
-      rewriter.replaceOp(consumer, merged->getResults().drop_front(kept.size()));
-      rewriter.eraseOp(producer);
-      return success();
-    }
-    return failure();
-  }
-};
-
-/// Whether `op`'s body is at most kMaxRecomputed ops of arithmetic on its
-/// operands: no gathers (tensor.extract reads memory its operands do not
+/// Whether `op`'s body is at most 48 ops of arithmetic on its operands: no
+/// gathers (tensor.extract reads memory its operands do not
 /// show) and no positions (linalg.index).
 bool pureArithmetic(linalg::GenericOp op) {
   constexpr unsigned kMaxRecomputed = 48;
@@ -176,42 +152,55 @@ bool pureArithmetic(linalg::GenericOp op) {
   return true;
 }
 
-/// Recomputes, inside a consumer, an elementwise producer whose results it
-/// reads but which cannot be merged (it has users before the consumer: a
-/// forward value the backward reads), when that reads fewer tensors: the
-/// producer's full-size inputs instead of several of its results. A GELU's
-/// backward then reads the pre-activation instead of the four values its
-/// forward stored, and the forward stops writing them (canonicalization
-/// drops the dead results). The producer's body is a few dozen arithmetic
-/// ops at most (`pureArithmetic`), so the work added stays below the
-/// traffic saved.
-struct RecomputeProducer : OpRewritePattern<linalg::GenericOp> {
+/// Whether computing `producer` again inside `consumer` (which cannot take
+/// it whole: it has users before the consumer, as a forward value the
+/// backward reads) makes the consumer read fewer tensors at full size: the
+/// producer's inputs instead of several of its results. A GELU's backward
+/// then reads the pre-activation instead of the four values its forward
+/// stored, and the forward stops writing them (canonicalization drops the
+/// dead results). The producer's body is a few dozen arithmetic ops at most
+/// (`pureArithmetic`), so the work added stays below the traffic saved.
+bool worthRecomputing(linalg::GenericOp producer, linalg::GenericOp consumer) {
+  if (!sameSpace(producer, consumer) || !pureArithmetic(producer))
+    return false;
+  llvm::SmallDenseSet<Value> before, after;
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    if (!consumer.getMatchingIndexingMap(in).isIdentity())
+      continue;
+    before.insert(in->get());
+    if (in->get().getDefiningOp() != producer)
+      after.insert(in->get());
+  }
+  for (OpOperand *in : producer.getDpsInputOperands())
+    if (producer.getMatchingIndexingMap(in).isIdentity())
+      after.insert(in->get());
+  return after.size() < before.size();
+}
+
+/// Fuses an elementwise producer that upstream's fusion leaves alone (it
+/// has other users, or several of its results feed the consumer; upstream
+/// would compute it again inside the consumer): merged into its first
+/// consumer, its results kept for later users, where `mergeable`; else
+/// computed again inside the consumer where `worthRecomputing`.
+struct FuseSharedProducer : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::GenericOp consumer,
                                 PatternRewriter &rewriter) const override {
     for (OpOperand *input : consumer.getDpsInputOperands()) {
       auto producer = input->get().getDefiningOp<linalg::GenericOp>();
-      if (!producer || producer->hasOneUse() || !sameSpace(producer, consumer) ||
-          mergeable(producer, consumer) || !pureArithmetic(producer))
+      if (!producer || producer->hasOneUse())
         continue;
-      // Full-size reads before and after.
-      llvm::SmallDenseSet<Value> before, after;
-      for (OpOperand *in : consumer.getDpsInputOperands()) {
-        if (!consumer.getMatchingIndexingMap(in).isIdentity())
-          continue;
-        before.insert(in->get());
-        if (in->get().getDefiningOp() != producer)
-          after.insert(in->get());
-      }
-      for (OpOperand *in : producer.getDpsInputOperands())
-        if (producer.getMatchingIndexingMap(in).isIdentity())
-          after.insert(in->get());
-      if (after.size() >= before.size())
+      bool keep = mergeable(producer, consumer);
+      if (!keep && !worthRecomputing(producer, consumer))
         continue;
-      SmallVector<OpResult> none;
-      linalg::GenericOp merged = merge(rewriter, producer, consumer, /*keep=*/false, none);
-      rewriter.replaceOp(consumer, merged->getResults());
+      SmallVector<OpResult> kept;
+      linalg::GenericOp merged = merge(rewriter, producer, consumer, keep, kept);
+      for (auto [i, result] : llvm::enumerate(kept))
+        rewriter.replaceAllUsesWith(result, merged->getResult(i));
+      rewriter.replaceOp(consumer, merged->getResults().drop_front(kept.size()));
+      if (producer->use_empty())
+        rewriter.eraseOp(producer);
       return success();
     }
     return failure();
@@ -226,7 +215,7 @@ struct FuseElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       return producer && producer->hasOneUse() && !isContraction(operand->getOwner());
     });
-    patterns.add<MergeSharedProducer, RecomputeProducer>(&getContext());
+    patterns.add<FuseSharedProducer>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
