@@ -138,8 +138,8 @@ linalg::GenericOp merge(RewriterBase &rewriter, linalg::GenericOp producer,
 }
 
 /// Whether `op`'s body is at most 48 ops of arithmetic on its operands: no
-/// gathers (tensor.extract reads memory its operands do not
-/// show) and no positions (linalg.index).
+/// gathers (a tensor.extract reads memory its operands do not show) and no
+/// positions (linalg.index).
 bool pureArithmetic(linalg::GenericOp op) {
   constexpr unsigned kMaxRecomputed = 48;
   Block &body = op.getRegion().front();
