@@ -49,14 +49,12 @@ bool sameSpace(linalg::GenericOp producer, linalg::GenericOp consumer) {
   return true;
 }
 
-/// Whether `sameSpace` holds and every other user of the producer's results
-/// comes after the consumer in their block, so the merged op (in the
-/// consumer's place) can return the results they read: computed once,
-/// stored once, read once fewer. The consumer may read several of them,
-/// which upstream's one-operand fusion cannot take without recomputing.
-bool mergeable(linalg::GenericOp producer, linalg::GenericOp consumer) {
-  if (!sameSpace(producer, consumer))
-    return false;
+/// Whether every other user of the producer's results comes after the
+/// consumer in their block, so the merged op (in the consumer's place) can
+/// return the results they read: computed once, stored once, read once
+/// fewer. The consumer may read several of them, which upstream's
+/// one-operand fusion cannot take without recomputing.
+bool otherUsersLater(linalg::GenericOp producer, linalg::GenericOp consumer) {
   Block *block = consumer->getBlock();
   for (Operation *user : producer->getUsers()) {
     if (user == consumer.getOperation())
@@ -161,7 +159,7 @@ bool pureArithmetic(linalg::GenericOp op) {
 /// dead results). The producer's body is a few dozen arithmetic ops at most
 /// (`pureArithmetic`), so the work added stays below the traffic saved.
 bool worthRecomputing(linalg::GenericOp producer, linalg::GenericOp consumer) {
-  if (!sameSpace(producer, consumer) || !pureArithmetic(producer))
+  if (!pureArithmetic(producer))
     return false;
   llvm::SmallDenseSet<Value> before, after;
   for (OpOperand *in : consumer.getDpsInputOperands()) {
@@ -179,9 +177,10 @@ bool worthRecomputing(linalg::GenericOp producer, linalg::GenericOp consumer) {
 
 /// Fuses an elementwise producer that upstream's fusion leaves alone (it
 /// has other users, or several of its results feed the consumer; upstream
-/// would compute it again inside the consumer): merged into its first
-/// consumer, its results kept for later users, where `mergeable`; else
-/// computed again inside the consumer where `worthRecomputing`.
+/// would compute it again inside the consumer), where both walk the same
+/// space (`sameSpace`): merged into its first consumer, its results kept for
+/// later users, where `otherUsersLater`; else computed again inside the
+/// consumer where `worthRecomputing`.
 struct FuseSharedProducer : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -189,9 +188,9 @@ struct FuseSharedProducer : OpRewritePattern<linalg::GenericOp> {
                                 PatternRewriter &rewriter) const override {
     for (OpOperand *input : consumer.getDpsInputOperands()) {
       auto producer = input->get().getDefiningOp<linalg::GenericOp>();
-      if (!producer || producer->hasOneUse())
+      if (!producer || producer->hasOneUse() || !sameSpace(producer, consumer))
         continue;
-      bool keep = mergeable(producer, consumer);
+      bool keep = otherUsersLater(producer, consumer);
       if (!keep && !worthRecomputing(producer, consumer))
         continue;
       SmallVector<OpResult> kept;
