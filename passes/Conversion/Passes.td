@@ -260,7 +260,11 @@ def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
     `nn.attention_grad` (attention's reverse rule) becomes a call to
     `rewire_attention_backward` the same way: q, k, v, the bias, the
     forward's output and its adjoint read in place; dq, dk, dv fresh
-    buffers. rewire-compile runs it for CPU targets
+    buffers -- or, when each is only (transposed back and) reshaped to
+    `[B, T, H * D]` and the three are one `nn.concat` along that axis (the
+    gradient of a fused QKV projection), views of one buffer of the
+    concatenation's shape, which replaces the concat: the kernel writes
+    each gradient in its place and nothing is copied. rewire-compile runs it for CPU targets
     before convert-nn-to-linalg (which otherwise expands the op) unless
     `--fused-attention=false`. Other element types and dynamic shapes are
     left to the expansion.

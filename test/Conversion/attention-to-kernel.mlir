@@ -116,3 +116,55 @@ func.func @heads_moved(%x: tensor<1x3x2x8xf32>, %k: tensor<1x2x3x8xf32>, %v: ten
   %y = nn.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x8xf32>) -> tensor<1x3x2x8xf32>
   return %y : tensor<1x3x2x8xf32>
 }
+
+// -----
+
+// The gradients going back into a fused QKV projection's: each transposed
+// back to [B, T, H, D], reshaped to [B, T, H * D] and concatenated along
+// that axis. The kernel writes them into one [B, T, 3 * H * D] buffer at
+// their places (here the concat takes dk first, then dq, then dv): no
+// separate buffers, no copies into the concatenation.
+// CHECK-LABEL: func.func @into_concat
+func.func @into_concat(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>,
+                       %o: tensor<1x2x3x4xf32>, %g: tensor<1x2x3x4xf32>) -> tensor<1x3x24xf32> {
+  // CHECK-NOT: nn.concat
+  // CHECK: %[[ALL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x3x24xf32>
+  // CHECK-DAG: %[[DQ:.*]] = memref.reinterpret_cast %[[ALL]] to offset: [8], sizes: [1, 3, 2, 4], strides: [72, 24, 4, 1]
+  // CHECK-DAG: %[[DK:.*]] = memref.reinterpret_cast %[[ALL]] to offset: [0], sizes: [1, 3, 2, 4], strides: [72, 24, 4, 1]
+  // CHECK-DAG: %[[DV:.*]] = memref.reinterpret_cast %[[ALL]] to offset: [16], sizes: [1, 3, 2, 4], strides: [72, 24, 4, 1]
+  // CHECK: call @rewire_attention_backward(
+  // CHECK: %[[R:.*]] = bufferization.to_tensor %[[ALL]] restrict writable : memref<1x3x24xf32>
+  // CHECK-NOT: nn.
+  // CHECK: return %[[R]]
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %g {causal} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>)
+  %tq = nn.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %tk = nn.transpose %dk {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %tv = nn.transpose %dv {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %rq = nn.reshape %tq : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+  %rk = nn.reshape %tk : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+  %rv = nn.reshape %tv : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+  %all = nn.concat %rk, %rq, %rv {axis = 2 : i64} : (tensor<1x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x3x24xf32>
+  return %all : tensor<1x3x24xf32>
+}
+
+// -----
+
+// A concatenation with something else in it keeps its own buffer: the
+// gradients get theirs, as without one.
+// CHECK-LABEL: func.func @concat_with_more
+func.func @concat_with_more(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>,
+                            %o: tensor<1x2x3x4xf32>, %g: tensor<1x2x3x4xf32>, %x: tensor<1x3x8xf32>) -> tensor<1x3x32xf32> {
+  // CHECK-NOT: memref.reinterpret_cast
+  // CHECK-COUNT-3: memref.alloc() {alignment = 64 : i64} : memref<1x3x2x4xf32>
+  // CHECK: call @rewire_attention_backward(
+  // CHECK: nn.concat
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %g {causal} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>)
+  %tq = nn.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %tk = nn.transpose %dk {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %tv = nn.transpose %dv {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %rq = nn.reshape %tq : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+  %rk = nn.reshape %tk : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+  %rv = nn.reshape %tv : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+  %all = nn.concat %rq, %rk, %rv, %x {axis = 2 : i64} : (tensor<1x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x3x32xf32>
+  return %all : tensor<1x3x32xf32>
+}

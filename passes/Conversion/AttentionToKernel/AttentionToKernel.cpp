@@ -79,6 +79,56 @@ Value readBuffer(OpBuilder &b, Location loc, Value t) {
   return bufferization::ToBufferOp::create(b, loc, memrefType, t, /*readOnly=*/true);
 }
 
+/// Where results of a kernel land when each of them (in `targets`, the
+/// layout it is written in, [d0, d1, d2, d3]) is only reshaped to
+/// [d0, d1, d2 * d3] and all of them are the operands of one nn.concat
+/// along that last axis -- the query, key and value gradients going back
+/// into a fused QKV projection's: the kernel writes into the concatenation
+/// in place (at `offsets` along its last axis) and nothing is copied.
+struct ConcatDestination {
+  nn::ConcatOp concat;
+  SmallVector<Operation *> reshapes;
+  SmallVector<int64_t> offsets;
+};
+
+std::optional<ConcatDestination> concatDestination(ArrayRef<Value> targets) {
+  ConcatDestination d;
+  for (Value t : targets) {
+    auto type = cast<RankedTensorType>(t.getType());
+    auto reshape = t.hasOneUse() ? dyn_cast<nn::ReshapeOp>(*t.getUsers().begin()) : nullptr;
+    if (!reshape || !reshape->hasOneUse())
+      return std::nullopt;
+    auto rt = dyn_cast<RankedTensorType>(reshape.getType());
+    if (!rt || !rt.hasStaticShape() || rt.getRank() != 3 ||
+        rt.getShape() != ArrayRef<int64_t>{type.getDimSize(0), type.getDimSize(1),
+                                           type.getDimSize(2) * type.getDimSize(3)})
+      return std::nullopt;
+    auto concat = dyn_cast<nn::ConcatOp>(*reshape->getUsers().begin());
+    if (!concat || (d.concat && concat != d.concat))
+      return std::nullopt;
+    d.concat = concat;
+    d.reshapes.push_back(reshape);
+  }
+  if (!d.concat || d.concat.getInputs().size() != targets.size() ||
+      (d.concat.getAxis() != 2 && d.concat.getAxis() != -1))
+    return std::nullopt;
+  for (Operation *reshape : d.reshapes) {
+    int64_t offset = 0;
+    bool found = false;
+    for (Value in : d.concat.getInputs()) {
+      if (in.getDefiningOp() == reshape) {
+        found = true;
+        break;
+      }
+      offset += cast<RankedTensorType>(in.getType()).getDimSize(2);
+    }
+    if (!found)
+      return std::nullopt;
+    d.offsets.push_back(offset);
+  }
+  return d;
+}
+
 /// The call of one of the kernels for an attention op: q, k, v, the bias,
 /// `extraInputs` read in place, one fresh buffer per type of `results`
 /// (which replace the op's results), then the sizes, flags and scale.
@@ -131,18 +181,15 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
   // A result whose one use transposes it (back to [B, T, H, D]) is written
   // in that layout: the buffer has the transpose's shape, the kernel its
   // strides permuted, and the transpose's result is the buffer.
-  SmallVector<Value> outs, replaced;
+  SmallVector<Value> replaced;
+  SmallVector<SmallVector<int64_t>> perms;
   for (Value r : op->getResults()) {
     nn::TransposeOp back;
     if (r.hasOneUse())
       back = dyn_cast<nn::TransposeOp>(*r.getUsers().begin());
     if (back && cast<RankedTensorType>(back.getType()).getRank() != 4)
       back = nullptr;
-    Value target = back ? back.getResult() : r;
-    auto type = cast<RankedTensorType>(target.getType());
-    outs.push_back(memref::AllocOp::create(
-        b, loc, MemRefType::get(type.getShape(), type.getElementType()), b.getI64IntegerAttr(64)));
-    replaced.push_back(target);
+    replaced.push_back(back ? back.getResult() : r);
     SmallVector<int64_t> perm;
     if (back) {
       // target dim i = result dim perm[i]: result dim j lives in target
@@ -152,7 +199,33 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
       for (int64_t i = 0; i < 4; ++i)
         perm[p[i]] = i;
     }
-    pass(outs.back(), perm);
+    perms.push_back(perm);
+  }
+  std::optional<ConcatDestination> into = concatDestination(replaced);
+  SmallVector<Value> outs;
+  Value whole;
+  if (into) {
+    auto ct = cast<RankedTensorType>(into->concat.getType());
+    whole = memref::AllocOp::create(b, loc, MemRefType::get(ct.getShape(), ct.getElementType()),
+                                    b.getI64IntegerAttr(64));
+  }
+  for (auto [i, target] : llvm::enumerate(replaced)) {
+    auto type = cast<RankedTensorType>(target.getType());
+    if (into) {
+      // The target's [d0, d1, d2, d3] in the concatenation's rows.
+      int64_t width = cast<RankedTensorType>(into->concat.getType()).getDimSize(2);
+      SmallVector<int64_t> strides{type.getDimSize(1) * width, width, type.getDimSize(3), 1};
+      auto viewType = MemRefType::get(
+          type.getShape(), type.getElementType(),
+          StridedLayoutAttr::get(b.getContext(), into->offsets[i], strides));
+      outs.push_back(memref::ReinterpretCastOp::create(b, loc, viewType, whole, into->offsets[i],
+                                                       type.getShape(), strides));
+    } else {
+      outs.push_back(memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+          b.getI64IntegerAttr(64)));
+    }
+    pass(outs.back(), perms[i]);
   }
   for (int64_t n : {qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2), kt.getDimSize(2),
                     qt.getDimSize(3), vt.getDimSize(3),
@@ -160,6 +233,20 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
     args.push_back(arith::ConstantIndexOp::create(b, loc, n));
   args.push_back(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(scale)));
   func::CallOp::create(b, loc, callee, args);
+  if (into) {
+    into->concat.getResult().replaceAllUsesWith(
+        bufferization::ToTensorOp::create(b, loc, into->concat.getType(), whole,
+                                          /*restrict=*/true, /*writable=*/true)
+            .getResult());
+    into->concat.erase();
+    for (Operation *reshape : into->reshapes)
+      reshape->erase();
+    for (Value r : replaced)
+      if (Operation *transpose = r.getDefiningOp<nn::TransposeOp>())
+        transpose->erase();
+    op.erase();
+    return;
+  }
   for (auto [r, buffer] : llvm::zip(replaced, outs)) {
     Operation *transpose = r.getDefiningOp<nn::TransposeOp>();
     r.replaceAllUsesWith(bufferization::ToTensorOp::create(b, loc, r.getType(), buffer,
