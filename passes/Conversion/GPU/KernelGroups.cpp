@@ -2,6 +2,11 @@
 #include "passes/Conversion/GPU/KernelGroups.h"
 #include "passes/Conversion/LinalgBuilders.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
 using namespace mlir;
 
 namespace rewire::gpu {
@@ -100,6 +105,124 @@ bool fitsRowKernel(int64_t width) {
 }
 
 bool isGemm(linalg::GenericOp op) { return isMatrixProduct(op) && !isShortContraction(op); }
+
+namespace {
+
+/// The role `op` plays in `group`, or none when it cannot join.
+RowRole joinRole(const RowGroup &group, linalg::GenericOp op) {
+  RowRole role = classify(op);
+  if (role == RowRole::none)
+    return role;
+  SmallVector<int64_t> loops = op.getStaticLoopRanges();
+  ArrayRef<int64_t> l(loops);
+  if (l.size() == group.rows.size() + 1 && l.drop_back() == ArrayRef(group.rows) &&
+      l.back() == group.width) {
+    // full or reduce as classified
+  } else if (role == RowRole::full && l == ArrayRef(group.rows)) {
+    role = RowRole::rowwise;
+  } else {
+    return RowRole::none;
+  }
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value v = operand.get();
+    if (op.isDpsInit(&operand) && !op.payloadUsesValueFromOperand(&operand))
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (group.full.contains(v)) {
+      if (role == RowRole::rowwise || !map.isIdentity())
+        return RowRole::none;
+    } else if (auto it = group.perRow.find(v); it != group.perRow.end()) {
+      if (ArrayRef(it->second) != map.getResults())
+        return RowRole::none;
+    }
+  }
+  // A scalar read from the group's own results would need the group done.
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  for (Value v : captured)
+    if (auto extract = v.getDefiningOp<tensor::ExtractOp>(); extract && group.produces(extract.getTensor()))
+      return RowRole::none;
+  // Full ops write every feature of every row.
+  if (role == RowRole::full)
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (!op.getMatchingIndexingMap(&init).isIdentity())
+        return RowRole::none;
+  if (role == RowRole::rowwise)
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (op.getMatchingIndexingMap(&init).getNumResults() == 0)
+        return RowRole::none;
+  return role;
+}
+
+void join(RowGroup &group, linalg::GenericOp op, RowRole role) {
+  if (group.members.empty()) {
+    SmallVector<int64_t> loops = op.getStaticLoopRanges();
+    group.rows.assign(loops.begin(), loops.end() - 1);
+    group.width = loops.back();
+  }
+  group.members.push_back(op);
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    Value result = op.getTiedOpResult(&init);
+    if (role == RowRole::full)
+      group.full.insert(result);
+    else
+      group.perRow[result] = llvm::to_vector(op.getMatchingIndexingMap(&init).getResults());
+  }
+}
+
+} // namespace
+
+bool isTransparent(Operation *op) {
+  if (isa<tensor::EmptyOp>(op) || op->hasTrait<OpTrait::ConstantLike>())
+    return true;
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.hasPureTensorSemantics();
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+    return llvm::all_of(extract.getIndices(),
+                        [](Value i) { return matchPattern(i, m_Constant()); });
+  return false;
+}
+
+SmallVector<RowGroup> collectRowGroups(Block &block, llvm::function_ref<bool(int64_t)> fits) {
+  SmallVector<RowGroup> groups;
+  RowGroup current;
+  auto close = [&] {
+    if (!current.members.empty())
+      groups.push_back(std::move(current));
+    current = RowGroup();
+  };
+  for (Operation &op : block) {
+    auto generic = dyn_cast<linalg::GenericOp>(&op);
+    if (generic && generic.hasPureTensorSemantics() && !isGemm(generic)) {
+      RowRole role = current.members.empty() ? RowRole::none : joinRole(current, generic);
+      if (role != RowRole::none) {
+        join(current, generic, role);
+        continue;
+      }
+      close();
+      RowRole own = classify(generic);
+      if ((own == RowRole::full || own == RowRole::reduce) &&
+          fits(generic.getStaticLoopRanges().back())) {
+        // Start a group: its rows are this op's loops but the last.
+        SmallVector<int64_t> loops = generic.getStaticLoopRanges();
+        current.rows.assign(loops.begin(), loops.end() - 1);
+        current.width = loops.back();
+        if (joinRole(current, generic) == own) {
+          join(current, generic, own);
+          continue;
+        }
+        current = RowGroup();
+      }
+      continue; // in no group
+    }
+    bool readsGroup = llvm::any_of(op.getOperands(), [&](Value v) { return current.produces(v); });
+    if (isTransparent(&op) && !readsGroup)
+      continue;
+    close();
+  }
+  close();
+  return groups;
+}
 
 Type elementTypeOf(Value v) {
   if (auto s = dyn_cast<ShapedType>(v.getType()))

@@ -10,6 +10,8 @@
 #define REWIRE_PASSES_CONVERSION_GPU_KERNELGROUPS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace rewire::gpu {
 
@@ -45,6 +47,36 @@ constexpr int64_t kShortContraction = 8;
 
 /// The element type of a value's shaped type.
 mlir::Type elementTypeOf(mlir::Value v);
+
+/// Consecutive row ops over the same rows x features: elementwise ops,
+/// per-row reductions over the features and per-row scalar computations
+/// between them (a layer norm, a softmax, a residual form's gate). One GPU
+/// kernel each (rewire-outline-kernels); one loop over row tiles each on
+/// the CPU (rewire-fuse-rows).
+struct RowGroup {
+  llvm::SmallVector<int64_t> rows;
+  int64_t width = 0;
+  llvm::SmallVector<mlir::linalg::GenericOp> members;
+  /// Values over rows x features, read back through the identity map.
+  llvm::SmallPtrSet<mlir::Value, 8> full;
+  /// Values with one element per row, and the map results they were written
+  /// with (readers use the same).
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::AffineExpr>> perRow;
+
+  bool produces(mlir::Value v) const { return full.contains(v) || perRow.contains(v); }
+};
+
+/// Ops that neither join nor end a group: they compute nothing per element
+/// (`tensor.empty`, constants, fills on tensors, constant-index
+/// `tensor.extract`s); a group's users clone them where needed.
+bool isTransparent(mlir::Operation *op);
+
+/// The row groups of `block`, in order. Only ops with pure tensor semantics
+/// that are not GEMMs take part; a group starts at a full or reduce op
+/// whose feature width `fits`, and ends at the first op that cannot join
+/// (anything but a transparent op that does not read the group).
+llvm::SmallVector<RowGroup> collectRowGroups(mlir::Block &block,
+                                             llvm::function_ref<bool(int64_t)> fits);
 
 } // namespace rewire::gpu
 

@@ -27,105 +27,16 @@ namespace rewire {
 } // namespace rewire
 
 using namespace mlir;
-using rewire::gpu::RowRole;
+using rewire::gpu::RowGroup;
 
 namespace {
 
-/// One row group under construction.
-struct Group {
-  SmallVector<int64_t> rows;
-  int64_t width = 0;
-  SmallVector<linalg::GenericOp> members;
-  /// Values over rows x features, read back through the identity map.
-  llvm::SmallPtrSet<Value, 8> full;
-  /// Values with one element per row, and the map results they were written
-  /// with (readers must use the same).
-  DenseMap<Value, SmallVector<AffineExpr>> perRow;
-
-  bool produces(Value v) const { return full.contains(v) || perRow.contains(v); }
-};
-
-/// Ops that neither join nor end a group: they compute nothing on the
-/// device (or are cloned into the kernels that use them).
-bool isTransparent(Operation *op) {
-  if (isa<tensor::EmptyOp>(op) || op->hasTrait<OpTrait::ConstantLike>())
-    return true;
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return fill.hasPureTensorSemantics();
-  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
-    return llvm::all_of(extract.getIndices(),
-                        [](Value i) { return matchPattern(i, m_Constant()); });
-  return false;
-}
-
-/// The role `op` plays in `group`, or none when it cannot join.
-RowRole joinRole(const Group &group, linalg::GenericOp op) {
-  RowRole role = rewire::gpu::classify(op);
-  if (role == RowRole::none)
-    return role;
-  SmallVector<int64_t> loops = op.getStaticLoopRanges();
-  ArrayRef<int64_t> l(loops);
-  if (l.size() == group.rows.size() + 1 && l.drop_back() == ArrayRef(group.rows) &&
-      l.back() == group.width) {
-    // full or reduce as classified
-  } else if (role == RowRole::full && l == ArrayRef(group.rows)) {
-    role = RowRole::rowwise;
-  } else {
-    return RowRole::none;
-  }
-  for (OpOperand &operand : op->getOpOperands()) {
-    Value v = operand.get();
-    if (op.isDpsInit(&operand) && !op.payloadUsesValueFromOperand(&operand))
-      continue;
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    if (group.full.contains(v)) {
-      if (role == RowRole::rowwise || !map.isIdentity())
-        return RowRole::none;
-    } else if (auto it = group.perRow.find(v); it != group.perRow.end()) {
-      if (ArrayRef(it->second) != map.getResults())
-        return RowRole::none;
-    }
-  }
-  // A scalar read from the group's own results would need the group done.
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(op->getRegions(), captured);
-  for (Value v : captured)
-    if (auto extract = v.getDefiningOp<tensor::ExtractOp>(); extract && group.produces(extract.getTensor()))
-      return RowRole::none;
-  // Full ops write every feature of every row.
-  if (role == RowRole::full)
-    for (OpOperand &init : op.getDpsInitsMutable())
-      if (!op.getMatchingIndexingMap(&init).isIdentity())
-        return RowRole::none;
-  if (role == RowRole::rowwise)
-    for (OpOperand &init : op.getDpsInitsMutable())
-      if (op.getMatchingIndexingMap(&init).getNumResults() == 0)
-        return RowRole::none;
-  return role;
-}
-
-void join(Group &group, linalg::GenericOp op, RowRole role) {
-  if (group.members.empty()) {
-    SmallVector<int64_t> loops = op.getStaticLoopRanges();
-    group.rows.assign(loops.begin(), loops.end() - 1);
-    group.width = loops.back();
-  }
-  group.members.push_back(op);
-  for (OpOperand &init : op.getDpsInitsMutable()) {
-    Value result = op.getTiedOpResult(&init);
-    if (role == RowRole::full)
-      group.full.insert(result);
-    else
-      group.perRow[result] = llvm::to_vector(op.getMatchingIndexingMap(&init).getResults());
-  }
-}
-
 struct OutlineKernelsPass : rewire::impl::OutlineKernelsBase<OutlineKernelsPass> {
   void runOnOperation() override;
-  void outline(func::FuncOp fn, Group &group, unsigned index, SymbolTable &symbols);
+  void outline(func::FuncOp fn, RowGroup &group, unsigned index, SymbolTable &symbols);
 };
 
-void OutlineKernelsPass::outline(func::FuncOp fn, Group &group, unsigned index,
+void OutlineKernelsPass::outline(func::FuncOp fn, RowGroup &group, unsigned index,
                                  SymbolTable &symbols) {
   llvm::SmallPtrSet<Operation *, 8> memberSet;
   for (auto m : group.members)
@@ -151,7 +62,7 @@ void OutlineKernelsPass::outline(func::FuncOp fn, Group &group, unsigned index,
       return;
     }
     if (auto extract = dyn_cast_or_null<tensor::ExtractOp>(def);
-        extract && isTransparent(extract)) {
+        extract && rewire::gpu::isTransparent(extract)) {
       for (Value i : extract.getIndices())
         use(i);
       use(extract.getTensor());
@@ -229,44 +140,8 @@ void OutlineKernelsPass::runOnOperation() {
   for (func::FuncOp fn : functions) {
     if (fn.isExternal() || !fn.getBody().hasOneBlock() || fn->hasAttr(rewire::kRowKernelAttrName))
       continue;
-    SmallVector<Group> groups;
-    Group current;
-    auto close = [&] {
-      if (!current.members.empty())
-        groups.push_back(std::move(current));
-      current = Group();
-    };
-    for (Operation &op : fn.getBody().front()) {
-      auto generic = dyn_cast<linalg::GenericOp>(&op);
-      if (generic && generic.hasPureTensorSemantics() && !rewire::gpu::isGemm(generic)) {
-        RowRole role = current.members.empty() ? RowRole::none : joinRole(current, generic);
-        if (role != RowRole::none) {
-          join(current, generic, role);
-          continue;
-        }
-        close();
-        RowRole own = rewire::gpu::classify(generic);
-        // Rows too wide for registers: each op gets a kernel of its own.
-        if ((own == RowRole::full || own == RowRole::reduce) &&
-            rewire::gpu::fitsRowKernel(generic.getStaticLoopRanges().back())) {
-          // Start a group: its rows are this op's loops but the last.
-          SmallVector<int64_t> loops = generic.getStaticLoopRanges();
-          current.rows.assign(loops.begin(), loops.end() - 1);
-          current.width = loops.back();
-          if (joinRole(current, generic) == own) {
-            join(current, generic, own);
-            continue;
-          }
-          current = Group();
-        }
-        continue; // left for a kernel of its own
-      }
-      bool readsGroup = llvm::any_of(op.getOperands(), [&](Value v) { return current.produces(v); });
-      if (isTransparent(&op) && !readsGroup)
-        continue;
-      close();
-    }
-    close();
+    SmallVector<RowGroup> groups =
+        rewire::gpu::collectRowGroups(fn.getBody().front(), rewire::gpu::fitsRowKernel);
     for (auto [i, group] : llvm::enumerate(groups))
       outline(fn, group, i, symbols);
   }
