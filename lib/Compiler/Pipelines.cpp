@@ -18,6 +18,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -115,6 +116,11 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // GPUs have exp/tanh in hardware (MUFU) and libdevice: no polynomials.
   if (options.optLevel > 1 && !options.preciseMath && !options.cuda)
     lower.addPass(rewire::createMathApproximation());
+  // Row groups (norms, softmaxes, their backward) as one loop over row
+  // tiles, on as many threads as the other loops (its stack buffers need
+  // the OpenMP lowering's per-iteration scope).
+  if (options.optLevel > 0 && !options.cuda && options.threads != 1)
+    lower.addPass(rewire::createFuseRows());
 }
 
 void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const CompileOptions &options) {
@@ -136,6 +142,7 @@ void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const Compile
   // the alloca scopes scf-to-openmp creates must be lowered (by
   // finalize-memref-to-llvm) before scf-to-cf splits their regions.
   if (options.threads != 1) {
+    pm.nest<func::FuncOp>().addPass(createForallToParallelLoopPass());
     pm.nest<func::FuncOp>().addPass(createConvertLinalgToParallelLoopsPass());
     pm.nest<func::FuncOp>().addPass(rewire::createParallelOuterLoops());
     pm.nest<func::FuncOp>().addPass(rewire::createPromoteAccumulators());

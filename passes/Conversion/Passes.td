@@ -238,6 +238,48 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FuseRows : Pass<"rewire-fuse-rows", "::mlir::func::FuncOp"> {
+  let summary = "Compute each row group as one parallel loop over tiles of rows (CPU)";
+  let description = [{
+    The CPU's counterpart of `rewire-outline-kernels`' row groups (the same
+    analysis, `collectRowGroups`): consecutive linalg ops over the same rows
+    x features -- elementwise ops, per-row reductions over the features and
+    per-row scalars between them, as in a layer norm, its backward, a
+    softmax, a residual form's norms and gates -- become one `scf.forall`
+    over tiles of rows (up to 16 rows of the last row dimension, one of the
+    others; a tile's row of a value at most 16 KiB). Inside, each op is
+    computed on the tile: the values only the group reads live in tile-sized
+    stack buffers (`memref.alloca` behind a `restrict` `to_tensor`, at most
+    128 KiB a tile), the ones read outside the group are written into their
+    full tensors (the loop's shared outputs). So a layer norm's five passes
+    over the activations, each its own parallel region, become one region
+    whose intermediates stay in L1; row indices (`linalg.index`) are offset
+    to the tile's rows.
+
+    Rows wider than 8192 features and groups of one op are left alone. The
+    loop becomes an `scf.parallel` after bufferization
+    (`scf-forall-to-parallel`), whose OpenMP lowering scopes the stack
+    buffers to each iteration; rewire-compile runs the pass on the CPU
+    with more than one thread.
+
+    ```mlir
+    %m = linalg.generic {reduction} ins(%x) outs(%fill)         // [4, 128, 1]
+    %y = linalg.generic ins(%x, %m) outs(%e)                    // [4, 128, 256]
+    // becomes
+    %y = scf.forall (%t) in (32) shared_outs(%o = %e) {
+      %xs = tensor.extract_slice %x[%b, %r, 0] [1, 16, 256] [1, 1, 1]
+      %ms = linalg.generic {reduction} ins(%xs) outs(<16 rows on the stack>)
+      %ys = linalg.generic ins(%xs, %ms) outs(<%o's slice>)
+      scf.forall.in_parallel { tensor.parallel_insert_slice %ys into %o[%b, %r, 0] ... }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
   let summary = "Call the runtime's fused attention kernels for f32 nn.attention and nn.attention_grad";
   let description = [{
@@ -354,6 +396,18 @@ def ParallelOuterLoops : Pass<"rewire-parallel-outer-loops", "::mlir::func::Func
     (b, t) { scf.for i { scf.parallel d } }`) always becomes sequential
     loops first, so the inner one neither forks once per outer iteration
     nor escapes the iteration count of its enclosing nest.
+
+    An outermost `scf.parallel` inside a perfect nest of sequential
+    `scf.for` loops with constant bounds -- a sum over leading dimensions,
+    as a bias gradient sums `[b, t, d]` over `b` and `t` -- moves out of
+    them when the nest has `min-iterations` iterations and its last
+    dimension two chunks of 64 or more: `scf.parallel` over the chunks of
+    its last dimension around the sequential loops, then a loop over the
+    chunk's columns. Left in place it would fork once per row, and below
+    the threshold (as each such sum alone is) run on one thread; moved out,
+    each thread sweeps its columns of every row, and each output is summed
+    in the same order as before (the interchange is valid for what linalg
+    lowers to: an iteration of the parallel loop touches only its outputs).
 
     ```mlir
     scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c768) step (%c1, %c1) { ... }

@@ -180,3 +180,69 @@ func.func @nested_small(%y: memref<2x3x8xf32>) {
   }
   return
 }
+
+// -----
+
+// A column sum (a bias gradient: [4, 128, 160] summed over the first two
+// dimensions) lowers to a parallel loop inside the sequential ones: it
+// moves out of them in chunks of 64 columns (3 chunks, the last one 32
+// wide), each thread summing its columns of every row in the same order.
+// CHECK-LABEL: func.func @column_sum
+func.func @column_sum(%x: memref<4x128x160xf32>, %y: memref<160xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c128 = arith.constant 128 : index
+  %c160 = arith.constant 160 : index
+  // CHECK: %[[N:.*]] = arith.constant 3 : index
+  // CHECK: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%[[N]]) step
+  // CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
+  // CHECK-NEXT: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+  // CHECK: %[[LO:.*]] = arith.addi %{{.*}}, %{{.*}}
+  // CHECK: %[[HI:.*]] = arith.minsi
+  // CHECK: scf.for %[[D:.*]] = %[[LO]] to %[[HI]] step
+  // CHECK: memref.load %{{.*}}[%[[B]], %[[T]], %[[D]]]
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%[[D]]]
+  // CHECK-NOT: scf.parallel
+  scf.for %b = %c0 to %c4 step %c1 {
+    scf.for %t = %c0 to %c128 step %c1 {
+      scf.parallel (%d) = (%c0) to (%c160) step (%c1) {
+        %a = memref.load %x[%b, %t, %d] : memref<4x128x160xf32>
+        %o = memref.load %y[%d] : memref<160xf32>
+        %s = arith.addf %o, %a : f32
+        memref.store %s, %y[%d] : memref<160xf32>
+        scf.reduce
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Too few columns for two chunks: the nest stays as it was, and being small
+// runs sequentially.
+// CHECK-LABEL: func.func @column_sum_narrow
+func.func @column_sum_narrow(%x: memref<512x64x100xf32>, %y: memref<100xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c100 = arith.constant 100 : index
+  %c512 = arith.constant 512 : index
+  // CHECK-NOT: scf.parallel
+  // CHECK: scf.for
+  // CHECK-NEXT: scf.for
+  // CHECK-NEXT: scf.for
+  scf.for %b = %c0 to %c512 step %c1 {
+    scf.for %t = %c0 to %c64 step %c1 {
+      scf.parallel (%d) = (%c0) to (%c100) step (%c1) {
+        %a = memref.load %x[%b, %t, %d] : memref<512x64x100xf32>
+        %o = memref.load %y[%d] : memref<100xf32>
+        %s = arith.addf %o, %a : f32
+        memref.store %s, %y[%d] : memref<100xf32>
+        scf.reduce
+      }
+    }
+  }
+  return
+}
