@@ -110,6 +110,10 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   lower.addPass(rewire::createConvertResidualToLinalg());
   lower.addPass(createCanonicalizerPass());
   if (options.optLevel > 0) {
+    // Sums of a few terms (a hyper stream's mix) as elementwise ops first,
+    // so they fuse; CUDA's kernels stream them already.
+    if (!options.cuda)
+      lower.addPass(rewire::createUnrollShortReductions());
     lower.addPass(rewire::createFuseElementwise());
     lower.addPass(createCanonicalizerPass());
   }

@@ -238,6 +238,40 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def UnrollShortReductions : Pass<"rewire-unroll-short-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Reductions over at most 8 terms as elementwise ops (CPU)";
+  let description = [{
+    A `linalg.generic` with one reduction dimension of static extent at most
+    8 -- a hyper-connection's mix of its n = 4 streams, `out[b, t, i, d] =
+    sum_j a[b, t, i, j] * h[b, t, j, d]`, or a product whose inner dimension
+    is that small -- becomes an all-parallel generic whose body applies the
+    original body once per term, in order (the same sequence of operations
+    as the loop it replaces), reading each operand that depends on the
+    reduced dimension once per term through a map with that dimension fixed.
+    The accumulator starts from the init's value: a `linalg.fill`'s scalar
+    (the filled tensor is no longer written and read back: 2 MB of zeros per
+    mix in HC's train step), or the init read as an input.
+
+    Lowered as a reduction, the sum was the innermost loop of four
+    iterations around a load and a store of the output, which neither
+    vectorizes nor stays in registers; unrolled, the innermost loop is the
+    contiguous feature dimension, and `rewire-fuse-elementwise` can merge
+    the op with its neighbours. Runs on the CPU before fusion; GPU kernels
+    stream such sums already (`isShortContraction`).
+
+    ```mlir
+    %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x128x4x256xf32>) -> ...
+    %m = linalg.generic {iterators [p, p, p, p, reduction j < 4]} ins(%a, %h) outs(%z) { acc + a * h }
+    // becomes
+    %m = linalg.generic {iterators [p, p, p, p]}
+        ins(%a[.., 0], %a[.., 1], %a[.., 2], %a[.., 3], %h[.., 0, ..], ...) outs(%e) {
+      ((((0 + a0 * h0) + a1 * h1) + a2 * h2) + a3 * h3)
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
+}
+
 def FuseRows : Pass<"rewire-fuse-rows", "::mlir::func::FuncOp"> {
   let summary = "Compute each row group as one parallel loop over tiles of rows (CPU)";
   let description = [{

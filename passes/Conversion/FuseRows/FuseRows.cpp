@@ -35,7 +35,10 @@ constexpr int64_t kMaxWidth = 8192;
 /// leave at least kMinTiles of them (work for every thread).
 constexpr int64_t kMaxTileRows = 16, kMinTiles = 8;
 
-int64_t byteSize(Type t) { return std::max<int64_t>(1, (t.getIntOrFloatBitWidth() + 7) / 8); }
+/// Bytes of an element (index and other non-scalar types count as 8).
+int64_t byteSize(Type t) {
+  return t.isIntOrFloat() ? std::max<int64_t>(1, (t.getIntOrFloatBitWidth() + 7) / 8) : 8;
+}
 
 /// The slice of a value read or written through `map` (an in-order
 /// projection of the group's loops: rows, then the feature) in the tile at
