@@ -69,10 +69,8 @@ Slice sliceOf(OpBuilder &b, AffineMap map, ArrayRef<Value> rowOffsets, ArrayRef<
 }
 
 /// The group's results that something outside it reads.
-SmallVector<OpResult> escaping(const RowGroup &group) {
-  llvm::SmallPtrSet<Operation *, 16> members;
-  for (linalg::GenericOp m : group.members)
-    members.insert(m);
+SmallVector<OpResult> escaping(const RowGroup &group,
+                               const llvm::SmallPtrSetImpl<Operation *> &members) {
   SmallVector<OpResult> out;
   for (linalg::GenericOp m : group.members)
     for (OpResult r : m->getResults())
@@ -117,7 +115,10 @@ int64_t tileRows(const RowGroup &group, ArrayRef<OpResult> out) {
 /// tile-sized stack buffers, the ones read outside are written into their
 /// full tensors (the loop's shared outputs).
 void fuse(RowGroup &group) {
-  SmallVector<OpResult> out = escaping(group);
+  llvm::SmallPtrSet<Operation *, 16> members;
+  for (linalg::GenericOp m : group.members)
+    members.insert(m);
+  SmallVector<OpResult> out = escaping(group, members);
   int64_t tile = tileRows(group, out);
   if (tile == 0 || out.empty())
     return;
@@ -232,9 +233,6 @@ void fuse(RowGroup &group) {
                                           s.sizes, s.strides);
   }
 
-  llvm::SmallPtrSet<Operation *, 16> members;
-  for (linalg::GenericOp m : group.members)
-    members.insert(m);
   for (auto [r, result] : llvm::zip(out, forall.getResults()))
     r.replaceUsesWithIf(result, [&](OpOperand &use) { return !members.contains(use.getOwner()); });
   for (linalg::GenericOp m : llvm::reverse(group.members))

@@ -52,6 +52,16 @@ uint64_t innerIterations(scf::ParallelOp op) {
   return total;
 }
 
+/// The iterations of `op` and the loops inside it, multiplied.
+uint64_t nestIterations(scf::ParallelOp op) {
+  uint64_t total = innerIterations(op);
+  for (unsigned d = 0; d < op.getNumLoops(); ++d)
+    total = llvm::SaturatingMultiply(
+        total, tripCount(op.getLowerBound()[d], op.getUpperBound()[d], op.getStep()[d])
+                   .value_or(kUnknownTrips));
+  return total;
+}
+
 /// Replaces `op` by an scf.parallel over the dimensions `parallel` (none:
 /// no scf.parallel) around scf.for loops over the others, in order.
 void rebuild(scf::ParallelOp op, ArrayRef<unsigned> parallel) {
@@ -222,24 +232,20 @@ void ParallelOuterLoopsPass::runOnOperation() {
     if (op.getNumResults() == 0 && !op->getParentOfType<scf::ParallelOp>())
       outermost.push_back(op);
   });
+  const uint64_t enough = static_cast<uint64_t>(std::max<int64_t>(minIterations, 0));
   // A parallel loop inside sequential ones with enough work in all moves
   // out of them, in chunks (chunkOutward).
   for (scf::ParallelOp &op : outermost) {
     SmallVector<scf::ForOp> loops = enclosingLoops(op);
     if (loops.empty())
       continue;
-    uint64_t total = innerIterations(op);
+    uint64_t total = nestIterations(op);
     for (scf::ForOp loop : loops)
       total = llvm::SaturatingMultiply(
           total, *tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()));
-    for (unsigned d = 0; d < op.getNumLoops(); ++d)
-      total = llvm::SaturatingMultiply(
-          total, tripCount(op.getLowerBound()[d], op.getUpperBound()[d], op.getStep()[d])
-                     .value_or(kUnknownTrips));
     std::optional<uint64_t> width = tripCount(op.getLowerBound().back(),
                                               op.getUpperBound().back(), op.getStep().back());
-    if (total < static_cast<uint64_t>(std::max<int64_t>(minIterations, 0)) || !width ||
-        *width < 2 * kChunk)
+    if (total < enough || !width || *width < 2 * kChunk)
       continue;
     if (scf::ParallelOp chunked = chunkOutward(op, loops))
       op = chunked;
@@ -247,15 +253,11 @@ void ParallelOuterLoopsPass::runOnOperation() {
   for (scf::ParallelOp op : outermost) {
     // The dimensions with more than one iteration (unknown: many).
     SmallVector<unsigned> wide;
-    uint64_t total = innerIterations(op);
-    for (unsigned d = 0; d < op.getNumLoops(); ++d) {
-      std::optional<uint64_t> n =
-          tripCount(op.getLowerBound()[d], op.getUpperBound()[d], op.getStep()[d]);
-      total = llvm::SaturatingMultiply(total, n.value_or(kUnknownTrips));
-      if (n.value_or(kUnknownTrips) > 1)
+    for (unsigned d = 0; d < op.getNumLoops(); ++d)
+      if (tripCount(op.getLowerBound()[d], op.getUpperBound()[d], op.getStep()[d])
+              .value_or(kUnknownTrips) > 1)
         wide.push_back(d);
-    }
-    if (wide.empty() || total < static_cast<uint64_t>(std::max<int64_t>(minIterations, 0))) {
+    if (wide.empty() || nestIterations(op) < enough) {
       rebuild(op, {});
       continue;
     }

@@ -3,6 +3,7 @@
 // Implements rewire-unroll-short-reductions (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
+#include "passes/Conversion/GPU/KernelGroups.h"
 #include "passes/Conversion/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -21,11 +22,9 @@ struct UnrollShortReductionsPass
   void runOnOperation() override;
 };
 
-/// At most this many terms: the body is cloned once per term.
-constexpr int64_t kMaxTerms = 8;
-
 /// The one reduction dimension of `op` when it has a static extent of at
-/// most kMaxTerms, all other dimensions being parallel and covered by its
+/// most kShortContraction (the sums GPU kernels stream too; the body is
+/// cloned once per term), all other dimensions being parallel and covered by its
 /// one output through a projected permutation; else nullopt.
 std::optional<unsigned> shortReduction(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1)
@@ -35,7 +34,7 @@ std::optional<unsigned> shortReduction(linalg::GenericOp op) {
   for (auto [d, type] : llvm::enumerate(op.getIteratorTypesArray()))
     if (type == utils::IteratorType::reduction)
       r = d;
-  if (ShapedType::isDynamic(ranges[*r]) || ranges[*r] < 1 || ranges[*r] > kMaxTerms)
+  if (ShapedType::isDynamic(ranges[*r]) || ranges[*r] < 1 || ranges[*r] > rewire::gpu::kShortContraction)
     return std::nullopt;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!out.isProjectedPermutation() || out.getNumResults() + 1 != op.getNumLoops())
@@ -55,7 +54,7 @@ AffineMap fixDimension(AffineMap map, unsigned r, int64_t k) {
   return map.replaceDimsAndSymbols(replacements, {}, map.getNumDims() - 1, map.getNumSymbols());
 }
 
-/// Rewrites a reduction of at most kMaxTerms terms into an all-parallel
+/// Rewrites a reduction of at most kShortContraction terms into an all-parallel
 /// generic whose body applies the original body once per term, in order,
 /// starting from the init's value (a fill's scalar, not a filled tensor).
 void unroll(linalg::GenericOp op, unsigned r) {
@@ -89,7 +88,8 @@ void unroll(linalg::GenericOp op, unsigned r) {
   Value start = nullptr;
   std::optional<unsigned> startInput;
   Value dest = init->get();
-  if (auto fill = init->get().getDefiningOp<linalg::FillOp>()) {
+  auto fill = init->get().getDefiningOp<linalg::FillOp>();
+  if (fill) {
     start = fill.getInputs()[0];
     dest = fill.getOutputs()[0];
   } else {
@@ -124,7 +124,6 @@ void unroll(linalg::GenericOp op, unsigned r) {
         linalg::YieldOp::create(nb, loc, acc);
       });
   op->replaceAllUsesWith(unrolled->getResults());
-  Operation *fill = init->get().getDefiningOp<linalg::FillOp>();
   op->erase();
   if (fill && fill->use_empty())
     fill->erase();
