@@ -181,9 +181,11 @@ FailureOr<Value> GatedAddOp::decompose(ImplicitLocOpBuilder &b, ValueRange opera
   });
 }
 
-/// ANCRe: y + sum_j softmax(c / tau)_j x_j; DenseFormer: c_k y + sum_j c_j x_j.
+/// ANCRe: y + sum_j softmax(c / tau)_j x_j; DenseFormer: c_k y + sum_j c_j x_j;
+/// LAuReL-PA: y + sum_j c_j x_j.
 FailureOr<Value> MixOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
   bool softmax = getWeightsKind() == MixWeights::softmax;
+  bool free = getWeightsKind() == MixWeights::free;
   double tau = getTau() ? getTau()->convertToDouble() : 1.0;
   size_t k = getStates().size();
   Value y = v[0], c = v.back();
@@ -200,7 +202,7 @@ FailureOr<Value> MixOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
   auto weight = [&](size_t j) {
     return nn::ReshapeOp::create(b, RankedTensorType::get({}, elt), parts.getResult(j)).getResult();
   };
-  Value acc = softmax ? y : nn::MulOp::create(b, y, weight(k)).getResult();
+  Value acc = free ? nn::MulOp::create(b, y, weight(k)).getResult() : y;
   for (size_t j = 0; j < k; ++j)
     acc = nn::AddOp::create(b, acc, nn::MulOp::create(b, v[1 + j], weight(j)));
   return acc;

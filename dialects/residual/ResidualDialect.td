@@ -70,7 +70,8 @@ def Residual_Combine : I32EnumAttr<"Combine",
 def Residual_MixWeights : I32EnumAttr<"MixWeights",
     "how a depth mix turns its weight operand into mixing coefficients", [
       I32EnumAttrCase<"softmax", 0>,
-      I32EnumAttrCase<"free", 1>
+      I32EnumAttrCase<"free", 1>,
+      I32EnumAttrCase<"additive", 2>
     ]> {
   let cppNamespace = "::rewire::residual";
 }

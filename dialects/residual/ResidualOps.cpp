@@ -243,8 +243,9 @@ LogicalResult MixOp::verify() {
                            << ", expected the type of 'y', "
                            << getY().getType();
   bool softmax = getWeightsKind() == MixWeights::softmax;
+  bool free = getWeightsKind() == MixWeights::free;
   int64_t k = getStates().size();
-  int64_t want = softmax ? k : k + 1;
+  int64_t want = free ? k + 1 : k;
   auto weights = getWeights().getType();
   if (weights.getRank() != 1 || !dimsAgree(weights.getDimSize(0), want))
     return emitOpError() << "'weights' must be "
@@ -252,7 +253,8 @@ LogicalResult MixOp::verify() {
                                 {want}, state->type.getElementType())
                          << " ("
                          << (softmax ? "one logit per state"
-                                     : "one weight per state plus one for y")
+                             : free  ? "one weight per state plus one for y"
+                                     : "one weight per state")
                          << "), got " << weights;
   if (failed(verifyElementType(*this, "weights", getWeights(), *state)))
     return failure();
@@ -264,7 +266,7 @@ LogicalResult MixOp::verify() {
   }
   if (getTau())
     return emitOpError() << "'tau' applies only to softmax weights; remove it "
-                            "for free weights";
+                            "for " << stringifyMixWeights(getWeightsKind()) << " weights";
   return success();
 }
 
@@ -278,7 +280,7 @@ ParseResult MixOp::parse(OpAsmParser &parser, OperationState &result) {
   auto kind = symbolizeMixWeights(kindName);
   if (!kind)
     return parser.emitError(kindLoc)
-           << "expected mix weights kind 'softmax' or 'free', got '"
+           << "expected mix weights kind 'softmax', 'free' or 'additive', got '"
            << kindName << "'";
   Builder &b = parser.getBuilder();
   result.addAttribute(getWeightsKindAttrName(result.name),

@@ -185,7 +185,7 @@ def Residual_GatedAddOp : Residual_StreamOp<"gated_add", [
 //===----------------------------------------------------------------------===//
 
 def Residual_MixOp : Residual_StreamOp<"mix", [AllTypesMatch<["y", "result"]>]> {
-  let summary = "learned mix over earlier stream states (ANCRe, DenseFormer)";
+  let summary = "learned mix over earlier stream states (ANCRe, DenseFormer, LAuReL-PA)";
   let description = [{
     Mixes a block output `y` with the `k` earlier states `[h_0, ..., h_(k-1)]`
     of its stream; the weight operand `c` becomes coefficients by
@@ -195,7 +195,10 @@ def Residual_MixOp : Residual_StreamOp<"mix", [AllTypesMatch<["y", "result"]>]> 
       is required, the paper's default is 0.01);
     * `free` (DenseFormer's depth-weighted average): `c : [k + 1]`, and the
       result is `c_k * y + sum_{j<k} c_j * h_j` (the last weight is the block
-      output's own; `tau` must not be given).
+      output's own; `tau` must not be given);
+    * `additive` (LAuReL-PA, previous activations): `c : [k]`, and the
+      result is `y + sum_j c_j * h_j` (the block output unweighted, as in
+      `softmax`; `tau` must not be given). With `c = 0` it is `y` exactly.
 
     All states have the type of `y`. The weights are shared over the batch
     and the tokens (not input-dependent).

@@ -41,7 +41,12 @@ enum class GateWidth { channel, row };
 /// How new parameters are initialized.
 enum class InitMode { paper, identity };
 enum class LossKind { mse, crossEntropy };
-enum class LaurelVariant { rw, lr, rwlr };
+/// Which LAuReL components (papers.md 6.3) an update gets: learned scalars
+/// (rw), a low-rank map of the state (lr), earlier states (pa), as bits.
+enum class LaurelVariant { rw = 1, lr = 2, rwlr = 3, pa = 4, rwpa = 5, lrpa = 6, rwlrpa = 7 };
+inline bool laurelHas(LaurelVariant v, LaurelVariant part) {
+  return (static_cast<int>(v) & static_cast<int>(part)) != 0;
+}
 enum class OptimizerKind { sgd, adamw };
 /// Value Residual's mixing weights.
 enum class ValueLambda { fixed, learned };

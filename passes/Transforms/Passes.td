@@ -63,7 +63,7 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
     | `ancre` | `mix softmax` after each block | c = 0 (uniform), `tau` | impossible (refused) |
     | `denseformer` | `mix free` after each block | weight 1 on the block output | the same (exact) |
     | `lpa` | `tap` after each block + a readout per depth | no parameters | exact (adds outputs only) |
-    | `laurel` | `laurel`: `alpha u + beta h (+ (h A) B)` (`laurel=rw|lr|rw-lr`, `rank`) | alpha = beta = 1, A ~ N(0, 0.02), B = 0 | the same (exact) |
+    | `laurel` | `laurel`: `alpha u + beta h (+ (h A) B)` (`laurel=rw|lr|rw-lr`, `rank`); with `pa` (`pa`, `rw-pa`, `lr-pa`, `rw-lr-pa`) a `mix additive` after every update from the second: `+ sum_(j<i) gamma_j x_j` over the stream's earlier states | alpha = beta = 1, A ~ N(0, 0.02), B = 0, gamma = 0 | the same (exact) |
     | `hc` | `hyper_expand`, then per update `hyper_read` (H^pre) + `hyper_write` (H^res, H^post), `hyper_reduce` at the exit; `streams` n, `dynamic` | H^pre = e_(l mod n), H^res = I, H^post = 1; dynamic: alpha = `hc-alpha`, W = 0 | the same (exact) |
     | `value-residual` | each attention after the first: V -> `value_mix` (lambda1 V_1 + lambda2 V) before `softmax(..) . V`; `lambda=fixed|learned` | lambda = 1/2, 1/2 (constants, or learned) | learned only: lambda = 0, 1 (exact) |
     | `mhc` | the same with `hyper_coeffs` sigmoid / 2 sigmoid / Sinkhorn (`iters`) | alpha = `hc-alpha`, W = 0; H^post = 1, H^res = 1/n; H^pre = (n+1)/(2n) on stream l mod n, 1/(2n) on the others | the same (exact) |
@@ -175,9 +175,14 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
                         "alpha u + beta h, learned scalars"),
              clEnumValN(::rewire::LaurelVariant::lr, "lr",
                         "u + h + (h A) B, a low-rank map of the state"),
-             clEnumValN(::rewire::LaurelVariant::rwlr, "rw-lr", "both"))}]>,
+             clEnumValN(::rewire::LaurelVariant::rwlr, "rw-lr", "both"),
+             clEnumValN(::rewire::LaurelVariant::pa, "pa",
+                        "u + h + sum_j gamma_j x_j over the stream's earlier states"),
+             clEnumValN(::rewire::LaurelVariant::rwpa, "rw-pa", "rw and pa"),
+             clEnumValN(::rewire::LaurelVariant::lrpa, "lr-pa", "lr and pa"),
+             clEnumValN(::rewire::LaurelVariant::rwlrpa, "rw-lr-pa", "all three"))}]>,
     Option<"laurelRank", "rank", "int64_t", "16",
-           "laurel lr / rw-lr: the rank r of A : [d, r], B : [r, d]">,
+           "laurel with lr: the rank r of A : [d, r], B : [r, d]">,
     Option<"streams", "streams", "int64_t", "4",
            "hc, mhc: the number of stream copies n (expansion rate)">,
     Option<"hcDynamic", "dynamic", "bool", "true",

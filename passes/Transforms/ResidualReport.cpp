@@ -80,10 +80,12 @@ Update describe(residual::StreamOpInterface op) {
                   (convex ? 2 * d : 0);
       })
       .Case([&](residual::MixOp m) {
-        bool softmax = m.getWeightsKind() == residual::MixWeights::softmax;
-        u.kind = softmax ? "ancre" : "denseformer";
+        bool free = m.getWeightsKind() == residual::MixWeights::free;
+        u.kind = m.getWeightsKind() == residual::MixWeights::softmax ? "ancre"
+                 : free                                             ? "denseformer"
+                                                                    : "laurel pa";
         int64_t k = m.getStates().size();
-        u.flops = 2 * k * d + (softmax ? 0 : d);
+        u.flops = 2 * k * d + (free ? d : 0);
         for (Value s : m.getStates())
           if (auto prev = s.getDefiningOp<residual::StreamOpInterface>())
             u.mixedFrom.push_back(prev.getLayerIndex());

@@ -68,6 +68,16 @@ StringRef kindName(RewriteKind kind) {
   return "unknown";
 }
 
+/// The `laurel=` spelling of `v`: its components joined by '-'.
+std::string laurelVariantName(LaurelVariant v) {
+  std::string name;
+  for (auto [part, spelling] : {std::pair{LaurelVariant::rw, "rw"}, std::pair{LaurelVariant::lr, "lr"},
+                                std::pair{LaurelVariant::pa, "pa"}})
+    if (laurelHas(v, part))
+      name += (name.empty() ? "" : "-") + std::string(spelling);
+  return name;
+}
+
 nn::InitAttr makeInit(MLIRContext *ctx, nn::InitKind kind, double a = 0.0,
                       double b = 0.0) {
   return nn::InitAttr::get(ctx, kind, APFloat(a), APFloat(b));
@@ -247,8 +257,10 @@ LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
   auto stateType = op.getH().getType();
   Type elt = stateType.getElementType();
   auto scalarType = RankedTensorType::get({}, elt);
-  bool learnedScalars = laurelVariant != LaurelVariant::lr;
-  bool lowRank = laurelVariant != LaurelVariant::rw;
+  bool learnedScalars = laurelHas(laurelVariant, LaurelVariant::rw);
+  bool lowRank = laurelHas(laurelVariant, LaurelVariant::lr);
+  if (!learnedScalars && !lowRank)
+    return success(); // pa alone: the update stays an add (addPreviousActivations)
   OpBuilder builder(op);
   // RW: learned alpha, beta (1 keeps the function); LR alone fixes both at 1.
   auto scalar = [&](StringRef name) -> FailureOr<Value> {
@@ -267,8 +279,7 @@ LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
     int64_t d = stateType.getDimSize(axis);
     if (axis != stateType.getRank() - 1 || ShapedType::isDynamic(d))
       return op.emitError() << "residual-rewrite: kind=laurel laurel="
-                            << (laurelVariant == LaurelVariant::lr ? "lr" : "rw-lr")
-                            << " needs a static feature axis last for its low-rank map (this "
+                            << laurelVariantName(laurelVariant) << " needs a static feature axis last for its low-rank map (this "
                                "update's is axis "
                             << axis << " of " << stateType << "); use laurel=rw";
     // B = 0: the low-rank term starts at 0 (the paper's init), A small.
@@ -331,7 +342,8 @@ void ResidualRewritePass::runOnOperation() {
                        << kindName(kind);
     return signalPassFailure();
   }
-  if (kind == RewriteKind::laurel && laurelVariant != LaurelVariant::rw && laurelRank < 1) {
+  if (kind == RewriteKind::laurel && laurelHas(laurelVariant, LaurelVariant::lr) &&
+      laurelRank < 1) {
     module.emitError() << "residual-rewrite: rank must be >= 1, got "
                        << static_cast<int64_t>(laurelRank);
     return signalPassFailure();
@@ -432,4 +444,9 @@ void ResidualRewritePass::runOnOperation() {
     if (failed(result))
       return signalPassFailure();
   }
+  if (kind == RewriteKind::laurel && laurelHas(laurelVariant, LaurelVariant::pa))
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && func.getBody().hasOneBlock() &&
+          failed(addPreviousActivations(func, *symbols)))
+        return signalPassFailure();
 }

@@ -116,6 +116,42 @@ LogicalResult rewire::addDepthMixes(func::FuncOp func, SymbolTable &symbols,
   return success();
 }
 
+LogicalResult rewire::addPreviousActivations(func::FuncOp func, SymbolTable &symbols) {
+  for (auto &[stream, updates] : collectStreamUpdates(func)) {
+    SmallVector<Value> earlier; // x_0 .. x_(i-1) of the current shape
+    for (Operation *op : updates) {
+      auto update = cast<residual::StreamOpInterface>(op);
+      Value x = update.getStreamInput();
+      Value y = op->getResult(0);
+      auto type = cast<RankedTensorType>(y.getType());
+      if (x.getType() != type || (!earlier.empty() && earlier.front().getType() != type))
+        earlier.clear();
+      if (!earlier.empty()) {
+        int64_t k = earlier.size();
+        Type elt = type.getElementType();
+        std::string name =
+            llvm::formatv("stream{0}.layer{1}.laurel.gamma", stream, update.getLayerIndex()).str();
+        auto gammaType = RankedTensorType::get({k}, elt);
+        auto global = nn::createParameter(
+            symbols, op->getLoc(), name, gammaType,
+            nn::InitAttr::get(func.getContext(), nn::InitKind::zeros, APFloat(0.0), APFloat(0.0)));
+        if (failed(global))
+          return failure();
+        OpBuilder b(op->getContext());
+        b.setInsertionPointAfter(op);
+        Location loc = op->getLoc();
+        Value gamma = nn::loadParameter(b, loc, *global);
+        auto axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+        auto mix = residual::MixOp::create(b, loc, type, residual::MixWeights::additive, y, earlier,
+                                           gamma, FloatAttr(), axis, stream, update.getLayerIndex());
+        y.replaceAllUsesExcept(mix.getResult(), mix);
+      }
+      earlier.push_back(x);
+    }
+  }
+  return success();
+}
+
 LogicalResult rewire::addDepthReadouts(func::FuncOp func,
                                        Granularity granularity,
                                        bool stopGradient) {

@@ -40,6 +40,15 @@ mlir::LogicalResult addDepthMixes(mlir::func::FuncOp func,
                                   mlir::SymbolTable &symbols, bool softmax,
                                   double tau, Granularity granularity);
 
+/// LAuReL-PA (papers.md 6.3, previous activations): after every update of
+/// every stream but the first, the new state also adds the stream's earlier
+/// states, `x_(i+1) = y_i + sum_(j<i) gamma_(i,j) x_j` (`x_j` the state that
+/// entered update j, `y_i` the update's result), as a `residual.mix
+/// additive` whose weights are the learned `gamma` (0 at init: the function
+/// is kept). Where the stream changes shape, the
+/// earlier states start again from the new shape.
+mlir::LogicalResult addPreviousActivations(mlir::func::FuncOp func, mlir::SymbolTable &symbols);
+
 /// Adds a tap after every block of the stream and a readout of the shared
 /// head at every depth, as extra function results (LPA). With
 /// `stopGradient`, each block reads its input through nn.stop_gradient (the

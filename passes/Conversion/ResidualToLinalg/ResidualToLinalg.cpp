@@ -304,6 +304,7 @@ struct MixLowering : OpConversionPattern<residual::MixOp> {
     int64_t rank = op.getType().getRank();
     MLIRContext *ctx = op.getContext();
     bool softmax = op.getWeightsKind() == residual::MixWeights::softmax;
+    bool free = op.getWeightsKind() == residual::MixWeights::free;
     Value p = softmax ? softmax1d(rewriter, loc, a.getWeights(),
                                   op.getTau()->convertToDouble())
                       : a.getWeights();
@@ -318,15 +319,15 @@ struct MixLowering : OpConversionPattern<residual::MixOp> {
     // The weights are loop-invariant scalars: read them once, outside the
     // loop nest, so the body is a plain multiply-add over k + 1 streams.
     SmallVector<Value> w;
-    for (int64_t j = 0; j < (softmax ? k : k + 1); ++j)
+    for (int64_t j = 0; j < (free ? k + 1 : k); ++j)
       w.push_back(tensor::ExtractOp::create(rewriter, loc, p,
                                             ValueRange{arith::ConstantIndexOp::create(rewriter, loc, j)}));
     (void)ctx;
     rewriter.replaceOp(
         op, elementwise(rewriter, loc, a.getY(), inputs, maps,
                         [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-                          Value acc = softmax ? v[0]
-                                              : arith::MulFOp::create(b, l, v[0], w[k]).getResult();
+                          Value acc = free ? arith::MulFOp::create(b, l, v[0], w[k]).getResult()
+                                           : v[0];
                           for (int64_t j = 0; j < k; ++j)
                             acc = arith::AddFOp::create(
                                 b, l, acc, arith::MulFOp::create(b, l, v[1 + j], w[j]));

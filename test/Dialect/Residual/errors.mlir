@@ -138,7 +138,7 @@ func.func @highway_eps(%h: tensor<2x64xf32>, %w: tensor<64x64xf32>, %b: tensor<6
 // -----
 
 func.func @mix_kind(%h: tensor<2x64xf32>, %c: tensor<1xf32>) -> tensor<2x64xf32> {
-  // expected-error @+1 {{expected mix weights kind 'softmax' or 'free', got 'hadamard'}}
+  // expected-error @+1 {{expected mix weights kind 'softmax', 'free' or 'additive', got 'hadamard'}}
   %0 = residual.mix hadamard %h, [%h], %c stream 0 layer 0 : tensor<2x64xf32>, tensor<1xf32>
   return %0 : tensor<2x64xf32>
 }
@@ -172,6 +172,22 @@ func.func @mix_softmax_size(%h: tensor<2x64xf32>, %c: tensor<3xf32>) -> tensor<2
 func.func @mix_free_size(%h: tensor<2x64xf32>, %c: tensor<2xf32>) -> tensor<2x64xf32> {
   // expected-error @+1 {{'weights' must be 'tensor<3xf32>' (one weight per state plus one for y), got 'tensor<2xf32>'}}
   %0 = residual.mix free %h, [%h, %h], %c stream 0 layer 0 : tensor<2x64xf32>, tensor<2xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @mix_additive_size(%h: tensor<2x64xf32>, %c: tensor<3xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'weights' must be 'tensor<2xf32>' (one weight per state), got 'tensor<3xf32>'}}
+  %0 = residual.mix additive %h, [%h, %h], %c stream 0 layer 0 : tensor<2x64xf32>, tensor<3xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @mix_additive_tau(%h: tensor<2x64xf32>, %c: tensor<1xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'tau' applies only to softmax weights; remove it for additive weights}}
+  %0 = residual.mix additive %h, [%h], %c tau 0.01 stream 0 layer 0 : tensor<2x64xf32>, tensor<1xf32>
   return %0 : tensor<2x64xf32>
 }
 

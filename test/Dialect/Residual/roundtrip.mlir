@@ -61,6 +61,8 @@ func.func @mix(%h0: tensor<2x8x64xf32>, %h1: tensor<2x8x64xf32>, %y: tensor<2x8x
   %0 = residual.mix softmax %y, [%h0, %h1], %c tau 0.01 stream 0 layer 1 : tensor<2x8x64xf32>, tensor<2xf32>
   // CHECK: residual.mix free %{{.*}}, [%{{.*}}, %{{.*}}], %{{.*}} stream 0 layer 1 {note = "dwa"} : tensor<2x8x64xf32>, tensor<3xf32>
   %1 = residual.mix free %y, [%h0, %h1], %f stream 0 layer 1 {note = "dwa"} : tensor<2x8x64xf32>, tensor<3xf32>
+  // CHECK: residual.mix additive %{{.*}}, [%{{.*}}, %{{.*}}], %{{.*}} stream 0 layer 1 : tensor<2x8x64xf32>, tensor<2xf32>
+  %2 = residual.mix additive %y, [%h0, %h1], %c stream 0 layer 1 : tensor<2x8x64xf32>, tensor<2xf32>
   return %0, %1 : tensor<2x8x64xf32>, tensor<2x8x64xf32>
 }
 

@@ -11,6 +11,8 @@ Per update i with feature size d_i (per stream), C = 8, K blocks:
   each run of blocks of one shape (a ResNet stage), k restarting at 0.
   laurel rw: 2 (alpha, beta)  laurel rw-lr rank r: 2 + 2 r d_i (refused,
   with its message, for a model whose features are not last: a ResNet).
+  laurel pa: i - s for the i-th update of a stream (gamma over its earlier
+  states), s the first update of its run of one shape; rw-pa: 2 more each.
   n = 4 streams: hc (dynamic): 2 (n + 1 + d_i) + n^2 + 1 + n d_i;
   hc dynamic=false: 2 n + n^2; mhc: 2 (n + 1 + n^2 d_i) + n^2 + 1 + n^3 d_i
   (all three refused for post-LN streams, BERT, and NCHW ones, a ResNet).
@@ -24,7 +26,7 @@ import sys
 
 C = 8
 KINDS = ["rezero", "skipinit", "layerscale", "review", "highway", "nag", "ancre", "denseformer", "lpa",
-         "laurel laurel=rw", "laurel rank=4", "hc", "hc dynamic=false", "mhc",
+         "laurel laurel=rw", "laurel rank=4", "laurel laurel=pa", "laurel laurel=rw-pa", "hc", "hc dynamic=false", "mhc",
          "value-residual lambda=learned"]
 LAUREL_RANK = 4
 N = 4
@@ -45,43 +47,59 @@ def run(args, text=None, refused=()):
 
 
 def updates(ir):
-    """(d, type, ends_block) per residual.add, in order."""
+    """(d, type, ends_block, stream) per residual.add, in order."""
     out = []
-    for m in re.finditer(r"residual\.add .*?(axis 1 )?stream \d+ layer \d+ \{residual\.branch = \"(\w+)\".*?\} : tensor<([^>]*)>", ir):
-        dims = [int(x) for x in m.group(3).split("x")[:-1]]
+    for m in re.finditer(r"residual\.add .*?(axis 1 )?stream (\d+) layer \d+ \{residual\.branch = \"(\w+)\".*?\} : tensor<([^>]*)>", ir):
+        dims = [int(x) for x in m.group(4).split("x")[:-1]]
         d = dims[1] if m.group(1) else dims[-1]
-        out.append((d, m.group(3), m.group(2) != "attention"))
-    out[-1] = (out[-1][0], out[-1][1], True)
+        out.append((d, m.group(4), m.group(3) != "attention", m.group(2)))
+    out[-1] = (out[-1][0], out[-1][1], True, out[-1][3])
     return out
+
+
+def earlier_states(ups):
+    """LAuReL-PA's gammas: per update, the earlier updates of its stream in
+    its run of one shape."""
+    total, seen = 0, {}  # stream -> (type, updates so far)
+    for _, ty, _, stream in ups:
+        prev_ty, k = seen.get(stream, (ty, 0))
+        k = k if prev_ty == ty else 0
+        total += k
+        seen[stream] = (ty, k + 1)
+    return total
 
 
 def expected(kind, ups, attention=0):
     if kind in ("rezero", "skipinit"):
         return len(ups)
     if kind == "layerscale":
-        return sum(d for d, _, _ in ups)
+        return sum(d for d, _, _, _ in ups)
     if kind == "review":
-        return sum(2 * d * d + d for d, _, _ in ups)
+        return sum(2 * d * d + d for d, _, _, _ in ups)
     if kind == "highway":
-        return sum(d * d + d for d, _, _ in ups)
+        return sum(d * d + d for d, _, _, _ in ups)
     if kind == "nag":
-        return sum(1 + C * d + 2 * C for d, _, _ in ups)
+        return sum(1 + C * d + 2 * C for d, _, _, _ in ups)
     if kind == "lpa":
         return 0
     if kind == "laurel laurel=rw":
         return 2 * len(ups)
+    if kind == "laurel laurel=pa":
+        return earlier_states(ups)
+    if kind == "laurel laurel=rw-pa":
+        return 2 * len(ups) + earlier_states(ups)
     if kind.startswith("laurel"):
-        return sum(2 + 2 * LAUREL_RANK * d for d, _, _ in ups)
+        return sum(2 + 2 * LAUREL_RANK * d for d, _, _, _ in ups)
     if kind == "hc":
-        return sum(2 * (N + 1 + d) + N * N + 1 + N * d for d, _, _ in ups)
+        return sum(2 * (N + 1 + d) + N * N + 1 + N * d for d, _, _, _ in ups)
     if kind == "hc dynamic=false":
         return len(ups) * (2 * N + N * N)
     if kind.startswith("value-residual"):
         return 2 * (attention - 1)
     if kind == "mhc":
-        return sum(2 * (N + 1 + N * N * d) + N * N + 1 + N ** 3 * d for d, _, _ in ups)
+        return sum(2 * (N + 1 + N * N * d) + N * N + 1 + N ** 3 * d for d, _, _, _ in ups)
     total, k, shape = 0, 0, None
-    for d, ty, end in ups:
+    for d, ty, end, _ in ups:
         if not end:
             continue
         if ty != shape:
