@@ -104,13 +104,16 @@ def main():
         ok &= parity(out, cpu, gpu, name, specs, rng, name)
     if "--gpt" in sys.argv:
         onnx = sys.argv[sys.argv.index("--gpt") + 1]
-        for form in ("none", "review", "nag", "ancre", "denseformer", "highway", "lpa", "laurel", "hc", "mhc", "value-residual"):
+        for form in ("none", "review", "nag", "ancre", "denseformer", "highway", "lpa", "laurel",
+                     "laurel:laurel=rw-lr-pa", "hc", "mhc", "value-residual"):
             flags = [] if form == "none" else ["--residual=" + form]
-            cpu = os.path.join(out, "gpt-%s.rwx" % form)
-            gpu = os.path.join(out, "gpt-%s.rwcu" % form)
+            # File names without ':' (REWIRE_CUDA_EMULATOR_KERNELS is a list).
+            tag = "gpt-" + form.replace(":laurel=", "-")
+            cpu = os.path.join(out, tag + ".rwx")
+            gpu = os.path.join(out, tag + ".rwcu")
             run(["rewire-compile", onnx, "--precise-math", "-o", cpu] + flags)
             compile_cuda(onnx, gpu, flags)
-            ok &= parity(out, cpu, gpu, "forward", [("i64", (2, 8))], rng, "gpt-" + form)
+            ok &= parity(out, cpu, gpu, "forward", [("i64", (2, 8))], rng, tag)
         # Mixture-of-Depths that skips: each sublayer on 6 of each sequence's 8 tokens.
         mlir, mod = os.path.join(out, "gpt.mlir"), os.path.join(out, "gpt-mod.mlir")
         run(["rewire-import", onnx, "-o", mlir])

@@ -102,6 +102,17 @@ def stream(form, net, q, x):
             c = q[k]["c"]
             h = c[-1] * (h + f) + sum(c[j] * states[j] for j in range(len(states)))
             states.append(h)
+        elif form == "laurel":  # papers.md 6.3 with PA: + sum_(j<k) gamma_j x_j
+            qk = q[k]
+            if "alpha" in qk:
+                h_new = qk["alpha"] * f + qk["beta"] * h
+                h_new = h_new + (h @ qk["A"]) @ qk["B"] if "A" in qk else h_new
+            else:
+                h_new = h + f
+            if "gamma" in qk:
+                h_new = h_new + sum(qk["gamma"][j] * states[j] for j in range(k))
+            h = h_new
+            states.append(h)
         elif form == "nag":
             d = h.shape[-1]
             rho = torch.sqrt((h * h).mean(-1, keepdim=True))
@@ -157,18 +168,22 @@ def deep_forms(work, x, y):
     init = {k: v.clone() for k, v in net.state_dict().items()}
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     ok = True
-    for form in ("ancre", "denseformer", "nag", "hc", "mhc"):
-        rwx = os.path.join(work, "deep-" + form + ".rwx")
-        subprocess.run(["rewire-compile", model, "--residual=" + form, "-o", rwx], check=True)
-        values = read_safetensors(os.path.join(work, "deep-" + form + ".params.safetensors"))
+    for spec in ("ancre", "denseformer", "nag", "hc", "mhc", "laurel:laurel=pa", "laurel:laurel=rw-lr-pa"):
+        form = spec.split(":")[0]
+        tag = "deep-" + spec.replace(":", "_").replace("=", "_")
+        rwx = os.path.join(work, tag + ".rwx")
+        subprocess.run(["rewire-compile", model, "--residual=" + spec, "-o", rwx], check=True)
+        values = read_safetensors(os.path.join(work, tag + ".params.safetensors"))
         q = [dict() for _ in range(3)]
         for name, v in values.items():
             if name.startswith("stream0.layer"):
                 layer, kind, pname = name[len("stream0.layer"):].split(".", 2)
                 assert kind == form, name
                 q[int(layer)][pname] = v.clone().requires_grad_(True)
-        if not all(q):
-            raise SystemExit("FAIL %s: new parameters per block not found in %s" % (form, sorted(values)))
+        # LAuReL-PA's first block has no earlier state (and alone no parameter).
+        gammas = [qk["gamma"].numel() if "gamma" in qk else 0 for qk in q]
+        if not all(q[1:]) or gammas != ([0, 1, 2] if "pa" in spec else [0, 0, 0]):
+            raise SystemExit("FAIL %s: new parameters per block not found in %s" % (spec, sorted(values)))
         q0 = [{k: v.detach().clone() for k, v in qk.items()} for qk in q]
 
         def losses_from(state, q0=q0, form=form):
@@ -180,11 +195,10 @@ def deep_forms(work, x, y):
             return p.train_steps(opt, lambda step: F.mse_loss(
                 forward(form, net, qq, xt[p.batch_rows(step)]), yt[p.batch_rows(step)]))
         want = losses_from(init)
-        got = p.rewire_losses(work, model, "deep-" + form, ["--optimizer=sgd", "--lr=0.05",
-                                                           "--residual=" + form])
-        name = "%s, 3 blocks (paper init; %s per block)" % (form, ", ".join(sorted(q[0])))
+        got = p.rewire_losses(work, model, tag, ["--optimizer=sgd", "--lr=0.05", "--residual=" + spec])
+        name = "%s, 3 blocks (paper init; %s per block)" % (spec, ", ".join(sorted(set().union(*q))))
         ok &= p.compare(name, got, want, 1e-4)
-        ok &= p.conditioned(form + ", 3 blocks", losses_from, init, want, 1e-4)
+        ok &= p.conditioned(spec + ", 3 blocks", losses_from, init, want, 1e-4)
     return ok
 
 
