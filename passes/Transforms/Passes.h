@@ -43,7 +43,10 @@ enum class InitMode { paper, identity };
 enum class LossKind { mse, crossEntropy };
 /// Which LAuReL components (papers.md 6.3) an update gets: learned scalars
 /// (rw), a low-rank map of the state (lr), earlier states (pa), as bits.
-enum class LaurelVariant { rw = 1, lr = 2, rwlr = 3, pa = 4, rwpa = 5, lrpa = 6, rwlrpa = 7 };
+/// gemma3n is Gemma 3n's merge of a low-rank LAuReL into attention sublayers.
+enum class LaurelVariant {
+  rw = 1, lr = 2, rwlr = 3, pa = 4, rwpa = 5, lrpa = 6, rwlrpa = 7, gemma3n = 8
+};
 inline bool laurelHas(LaurelVariant v, LaurelVariant part) {
   return (static_cast<int>(v) & static_cast<int>(part)) != 0;
 }

@@ -180,9 +180,13 @@ def ResidualRewrite : Pass<"residual-rewrite", "::mlir::ModuleOp"> {
                         "u + h + sum_j gamma_j x_j over the stream's earlier states"),
              clEnumValN(::rewire::LaurelVariant::rwpa, "rw-pa", "rw and pa"),
              clEnumValN(::rewire::LaurelVariant::lrpa, "lr-pa", "lr and pa"),
-             clEnumValN(::rewire::LaurelVariant::rwlrpa, "rw-lr-pa", "all three"))}]>,
+             clEnumValN(::rewire::LaurelVariant::rwlrpa, "rw-lr-pa", "all three"),
+             clEnumValN(::rewire::LaurelVariant::gemma3n, "gemma3n",
+                        "Gemma 3n: (h + u + a + rms(a A B) w) / sqrt 2 on attention "
+                        "sublayers, a the branch's input norm"))}]>,
     Option<"laurelRank", "rank", "int64_t", "16",
-           "laurel with lr: the rank r of A : [d, r], B : [r, d]">,
+           "laurel with lr or gemma3n: the rank r of A : [d, r], B : [r, d] "
+           "(Gemma 3n: 64)">,
     Option<"streams", "streams", "int64_t", "4",
            "hc, mhc: the number of stream copies n (expansion rate)">,
     Option<"hcDynamic", "dynamic", "bool", "true",
@@ -635,6 +639,10 @@ def ResidualReport : Pass<"residual-report", "::mlir::ModuleOp"> {
     `streams` (each: `id` and `updates`, each update: `layer`, `kind`,
     `branch`, `skip`, `params`, `flops_per_token`), `params_added` and
     `flops_added_per_token`), `format=dot` is a Graphviz view of the streams.
+    An update's `params` are those its op reads; `params_added` counts every
+    parameter residual-rewrite added, by their names
+    (`stream<S>.layer<L>.<form>.<name>`), including those only nn ops read
+    (Gemma 3n's low-rank path).
     The IR is not changed.
   }];
   let options = [

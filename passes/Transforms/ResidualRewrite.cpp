@@ -15,6 +15,7 @@
 #include "dialects/residual/ResidualOps.h"
 #include "rewire/Support/InitRules.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -70,6 +71,8 @@ StringRef kindName(RewriteKind kind) {
 
 /// The `laurel=` spelling of `v`: its components joined by '-'.
 std::string laurelVariantName(LaurelVariant v) {
+  if (v == LaurelVariant::gemma3n)
+    return "gemma3n";
   std::string name;
   for (auto [part, spelling] : {std::pair{LaurelVariant::rw, "rw"}, std::pair{LaurelVariant::lr, "lr"},
                                 std::pair{LaurelVariant::pa, "pa"}})
@@ -105,6 +108,7 @@ private:
   LogicalResult rewriteGated(residual::AddOp op);
   LogicalResult rewriteNag(residual::AddOp op);
   LogicalResult rewriteLaurel(residual::AddOp op);
+  LogicalResult rewriteLaurelGemma3n(residual::AddOp op);
 
   bool gated() const {
     return kind == RewriteKind::review || kind == RewriteKind::highway;
@@ -112,6 +116,8 @@ private:
 
   /// The module's symbols, kept up to date as parameters are added.
   std::optional<SymbolTable> symbols;
+  /// laurel=gemma3n: the attention updates rewritten.
+  int64_t gemma3nUpdates = 0;
 };
 
 } // namespace
@@ -253,6 +259,8 @@ LogicalResult ResidualRewritePass::rewriteNag(residual::AddOp op) {
 }
 
 LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
+  if (laurelVariant == LaurelVariant::gemma3n)
+    return rewriteLaurelGemma3n(op);
   MLIRContext *ctx = &getContext();
   auto stateType = op.getH().getType();
   Type elt = stateType.getElementType();
@@ -302,6 +310,101 @@ LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
   return success();
 }
 
+/// The branch's normalized input: what the first matrix product of the
+/// branch (nn.matmul or nn.gemm, in program order, computed from the state
+/// `h` and feeding the update `u`) reads from `h`'s side. In a pre-LN model
+/// that is the input norm's output, fused (nn.layer_norm, nn.rms_norm) or
+/// spelled out (LLaMA's exported RMSNorm); in a post-LN one it is `h`
+/// itself. Null if there is no such product or it reads another type.
+static Value branchInput(residual::AddOp op) {
+  Value h = op.getH(), u = op.getU();
+  SetVector<Operation *> fromH;
+  getForwardSlice(h, &fromH);
+  SetVector<Operation *> toU;
+  if (Operation *def = u.getDefiningOp()) {
+    BackwardSliceOptions options;
+    options.omitBlockArguments = true;
+    (void)getBackwardSlice(def, &toU, options);
+    toU.insert(def); // the slice leaves its root out
+  }
+  auto dependsOnH = [&](Value v) {
+    return v == h || (v.getDefiningOp() && fromH.contains(v.getDefiningOp()));
+  };
+  for (Operation &candidate : *op->getBlock()) {
+    if (&candidate == op.getOperation())
+      break;
+    if (!isa<nn::MatMulOp, nn::GemmOp>(candidate) || !fromH.contains(&candidate) ||
+        !toU.contains(&candidate))
+      continue;
+    Value in = candidate.getOperand(0);
+    if (!dependsOnH(in))
+      in = candidate.getOperand(1);
+    return in.getType() == h.getType() ? in : Value();
+  }
+  return Value();
+}
+
+/// Gemma 3n's merged LAuReL (papers.md 6.3), on attention sublayers only:
+/// with `a` the branch's normalized input (branchInput), `z = a + rms(a A B) w` and the update
+/// `(h + u + z) / sqrt 2`, written as `residual.laurel` with constant scalars
+/// 1/sqrt 2 over the branch output `u + z` (A, B as linear layers, w = 1).
+LogicalResult ResidualRewritePass::rewriteLaurelGemma3n(residual::AddOp op) {
+  auto branch = op->getAttrOfType<StringAttr>(residual::kBranchAttrName);
+  if (!branch || branch.getValue() != "attention")
+    return success(); // Gemma 3n adds LAuReL to attention sublayers only
+  MLIRContext *ctx = &getContext();
+  auto stateType = op.getH().getType();
+  Type elt = stateType.getElementType();
+  int64_t axis = cast<residual::StreamOpInterface>(op.getOperation()).getFeatureAxisIndex();
+  int64_t d = stateType.getDimSize(axis);
+  if (axis != stateType.getRank() - 1 || ShapedType::isDynamic(d))
+    return op.emitError() << "residual-rewrite: kind=laurel laurel=gemma3n needs a static feature "
+                             "axis last (this update's is axis "
+                          << axis << " of " << stateType << ")";
+  Value a = branchInput(op);
+  if (!a || a == op.getH())
+    return op.emitError()
+           << "residual-rewrite: kind=laurel laurel=gemma3n reads the attention branch's "
+              "normalized input, but "
+           << (a ? "its first projection reads the state itself (a post-LN model)"
+                 : "no projection of the state's type starts the branch")
+           << "; use laurel=rw-lr";
+  // Both maps initialized as linear layers (std 1/sqrt(fan_in), so a A B
+  // has the scale of a), as Gemma 3n trains them from scratch: not B = 0,
+  // nor small, since the norm after them divides by their scale (its
+  // gradient at 0 is rsqrt(eps)) and the function changes anyway.
+  auto pa = addParameter(op, "A", RankedTensorType::get({d, laurelRank}, elt),
+                         makeInit(ctx, nn::InitKind::normal, 0.0, 1.0 / std::sqrt(double(d))));
+  auto pb = addParameter(op, "B", RankedTensorType::get({laurelRank, d}, elt),
+                         makeInit(ctx, nn::InitKind::normal, 0.0,
+                                  1.0 / std::sqrt(double(laurelRank))));
+  auto pw = addParameter(op, "norm", RankedTensorType::get({d}, elt),
+                         makeInit(ctx, nn::InitKind::ones));
+  if (failed(pa) || failed(pb) || failed(pw))
+    return failure();
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto lowType = stateType.clone(
+      llvm::to_vector(llvm::concat<const int64_t>(stateType.getShape().drop_back(),
+                                                   ArrayRef<int64_t>{laurelRank})));
+  Value left = nn::MatMulOp::create(b, loc, lowType, a, *pa);
+  Value right = nn::MatMulOp::create(b, loc, stateType, left, *pb);
+  Value normed = nn::RMSNormOp::create(b, loc, right, *pw, b.getI64IntegerAttr(-1),
+                                       b.getF32FloatAttr(1e-6f));
+  Value z = nn::AddOp::create(b, loc, a, normed);
+  Value u = nn::AddOp::create(b, loc, op.getU(), z);
+  auto scalarType = RankedTensorType::get({}, elt);
+  Value half = nn::ConstantOp::create(
+      b, loc, scalarType, DenseElementsAttr::get(scalarType, b.getFloatAttr(elt, M_SQRT1_2)));
+  auto laurel = residual::LaurelOp::create(b, loc, stateType, op.getH(), u, half, half, Value(),
+                                           Value(), op.getAxis(), op.getStream(), op.getLayer());
+  laurel->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op.replaceAllUsesWith(laurel.getResult());
+  op.erase();
+  ++gemma3nUpdates;
+  return success();
+}
+
 void ResidualRewritePass::runOnOperation() {
   ModuleOp module = getOperation();
   if (gated() && init == InitMode::identity && combine == Combine::convex) {
@@ -342,7 +445,16 @@ void ResidualRewritePass::runOnOperation() {
                        << kindName(kind);
     return signalPassFailure();
   }
-  if (kind == RewriteKind::laurel && laurelHas(laurelVariant, LaurelVariant::lr) &&
+  if (kind == RewriteKind::laurel && laurelVariant == LaurelVariant::gemma3n &&
+      init == InitMode::identity) {
+    module.emitError() << "residual-rewrite: kind=laurel laurel=gemma3n adds the branch's input "
+                          "norm and scales every attention update by 1/sqrt 2, which changes the "
+                          "function; use init=paper (training from scratch) or another laurel "
+                          "variant";
+    return signalPassFailure();
+  }
+  if (kind == RewriteKind::laurel &&
+      (laurelHas(laurelVariant, LaurelVariant::lr) || laurelVariant == LaurelVariant::gemma3n) &&
       laurelRank < 1) {
     module.emitError() << "residual-rewrite: rank must be >= 1, got "
                        << static_cast<int64_t>(laurelRank);
@@ -443,6 +555,13 @@ void ResidualRewritePass::runOnOperation() {
                                : rewriteScale(op, depth[static_cast<int64_t>(op.getStream())]);
     if (failed(result))
       return signalPassFailure();
+  }
+  if (kind == RewriteKind::laurel && laurelVariant == LaurelVariant::gemma3n && !adds.empty() &&
+      gemma3nUpdates == 0) {
+    module.emitError() << "residual-rewrite: kind=laurel laurel=gemma3n adds LAuReL to attention "
+                          "sublayers (as Gemma 3n does), but no residual update's branch is "
+                          "attention (residual.branch); use laurel=rw-lr";
+    return signalPassFailure();
   }
   if (kind == RewriteKind::laurel && laurelHas(laurelVariant, LaurelVariant::pa))
     for (auto func : module.getOps<func::FuncOp>())

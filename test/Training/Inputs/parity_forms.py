@@ -278,6 +278,57 @@ def value_residual_parity(work, x, y):
     return ok
 
 
+def gemma3n_parity(work, x, y):
+    """Gemma 3n's merged LAuReL on AttnNet's attention blocks (papers.md 6.3):
+    with a = ln(h), h' = (h + proj(attn(a)) + a + rms(a A B) w) / sqrt 2, the
+    update computed as rewire writes it (1/sqrt 2 in float32 times each
+    term's sum); 20 SGD steps against PyTorch."""
+    torch.manual_seed(4)
+    net = AttnNet()
+    model = os.path.join(work, "attn-gemma3n.onnx")
+    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
+                      output_names=["y"])
+    init = {k: v.clone() for k, v in net.state_dict().items()}
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    spec = "laurel:laurel=gemma3n,rank=4"
+    tag = "attn-gemma3n"
+    subprocess.run(["rewire-compile", model, "--residual=" + spec, "-o", os.path.join(work, tag + ".rwx")],
+                   check=True)
+    values = read_safetensors(os.path.join(work, tag + ".params.safetensors"))
+    q0 = {}
+    for name, v in values.items():
+        if ".laurel." in name:
+            layer, _, pname = name[len("stream0.layer"):].split(".", 2)
+            q0.setdefault(int(layer), {})[pname] = v.clone()
+    if sorted(q0) != [0, 1, 2] or any(sorted(d) != ["A", "B", "norm"] for d in q0.values()):
+        raise SystemExit("FAIL %s: parameters %s" % (spec, sorted(values)))
+    c = torch.tensor(0.5 ** 0.5, dtype=torch.float32)
+
+    def forward(xb, qq):
+        h = net.inp(xb).view(-1, net.T, net.W)
+        for k in range(len(net.ln)):
+            a = net.ln[k](h)
+            qm, km, vm = net.qkv[k](a).split(net.W, dim=-1)
+            att = torch.softmax(qm @ km.transpose(1, 2) / net.W ** 0.5, dim=-1)
+            r = (a @ qq[k]["A"]) @ qq[k]["B"]
+            r = r * torch.rsqrt((r * r).mean(-1, keepdim=True) + 1e-6) * qq[k]["norm"]
+            h = c * (net.proj[k](att @ vm) + (a + r)) + c * h
+        return net.head(h.mean(1))
+
+    def losses_from(state):
+        net.load_state_dict(state)
+        qq = {k: {n: v.clone().requires_grad_(True) for n, v in d.items()} for k, d in q0.items()}
+        opt = torch.optim.SGD(list(net.parameters()) + [t for d in qq.values() for t in d.values()],
+                              lr=0.05)
+        return p.train_steps(opt, lambda step: F.mse_loss(forward(xt[p.batch_rows(step)], qq),
+                                                          yt[p.batch_rows(step)]))
+    want = losses_from(init)
+    got = p.rewire_losses(work, model, tag, ["--optimizer=sgd", "--lr=0.05", "--residual=" + spec])
+    ok = p.compare("%s, 3 attention blocks (A, B, norm per block)" % spec, got, want, 1e-4)
+    ok &= p.conditioned(spec, losses_from, init, want, 1e-4)
+    return ok
+
+
 def lpa_parity(work, x, y):
     """LPA on the three-block model: the shared head reads every depth and
     the loss is sum_k w_k mse(head(h_k), y) (papers.md variant A, uniform
@@ -368,6 +419,7 @@ def main():
     ok &= deep_forms(work, x, y)
     ok &= lpa_parity(work, x, y)
     ok &= value_residual_parity(work, x, y)
+    ok &= gemma3n_parity(work, x, y)
     sys.exit(0 if ok else 1)
 
 

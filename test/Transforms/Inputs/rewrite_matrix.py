@@ -13,6 +13,8 @@ Per update i with feature size d_i (per stream), C = 8, K blocks:
   with its message, for a model whose features are not last: a ResNet).
   laurel pa: i - s for the i-th update of a stream (gamma over its earlier
   states), s the first update of its run of one shape; rw-pa: 2 more each.
+  laurel gemma3n: 2 r d_i + d_i per attention update, r = 16 (refused for
+  post-LN streams and models without attention).
   n = 4 streams: hc (dynamic): 2 (n + 1 + d_i) + n^2 + 1 + n d_i;
   hc dynamic=false: 2 n + n^2; mhc: 2 (n + 1 + n^2 d_i) + n^2 + 1 + n^3 d_i
   (all three refused for post-LN streams, BERT, and NCHW ones, a ResNet).
@@ -26,7 +28,8 @@ import sys
 
 C = 8
 KINDS = ["rezero", "skipinit", "layerscale", "review", "highway", "nag", "ancre", "denseformer", "lpa",
-         "laurel laurel=rw", "laurel rank=4", "laurel laurel=pa", "laurel laurel=rw-pa", "hc", "hc dynamic=false", "mhc",
+         "laurel laurel=rw", "laurel rank=4", "laurel laurel=pa", "laurel laurel=rw-pa",
+         "laurel laurel=gemma3n", "hc", "hc dynamic=false", "mhc",
          "value-residual lambda=learned"]
 LAUREL_RANK = 4
 N = 4
@@ -34,6 +37,7 @@ REFUSED = {"laurel rank=4": ["needs a static feature axis last"],
            "hc": ["needs a static feature axis last", "not directly"]}
 REFUSED["hc dynamic=false"] = REFUSED["mhc"] = REFUSED["hc"]
 REFUSED["value-residual lambda=learned"] = ["no stream has two attention layers"]
+REFUSED["laurel laurel=gemma3n"] = ["a post-LN model", "no residual update's branch is attention"]
 
 
 def run(args, text=None, refused=()):
@@ -88,6 +92,8 @@ def expected(kind, ups, attention=0):
         return earlier_states(ups)
     if kind == "laurel laurel=rw-pa":
         return 2 * len(ups) + earlier_states(ups)
+    if kind == "laurel laurel=gemma3n":
+        return sum(2 * 16 * d + d for d, _, end, _ in ups if not end)
     if kind.startswith("laurel"):
         return sum(2 + 2 * LAUREL_RANK * d for d, _, _, _ in ups)
     if kind == "hc":
@@ -122,7 +128,7 @@ def main():
             if out in REFUSED.get(kind, ()):
                 # Only where the model's stream is NCHW (features not last)
                 # or post-LN (a norm between updates: BERT).
-                postln = "not directly" == out and "bert" in name
+                postln = out in ("not directly", "a post-LN model") and "bert" in name
                 no_attention = "attention" in out and "nn.softmax" not in detected
                 ok = (nchw and "feature axis" in out) or postln or no_attention
                 bad += not ok
