@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import rewire_runtime  # noqa: E402
 
 FORMS = ["rezero", "skipinit", "layerscale", "review", "review gate=row", "review combine=convex",
-         "highway", "nag", "ancre", "denseformer"]
+         "highway", "nag", "ancre", "denseformer", "laurel laurel=rw-lr-pa", "laurel laurel=gemma3n rank=4"]
 
 
 def tool(*args):
