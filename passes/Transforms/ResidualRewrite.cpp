@@ -310,12 +310,14 @@ LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
   return success();
 }
 
-/// The branch's normalized input: what the first matrix product of the
-/// branch (nn.matmul or nn.gemm, in program order, computed from the state
-/// `h` and feeding the update `u`) reads from `h`'s side. In a pre-LN model
+/// The branch's normalized input: the output of an nn.layer_norm or
+/// nn.rms_norm of the state `h` that feeds the update `u`, or else what the
+/// first matrix product of the branch (nn.matmul or nn.gemm, in program
+/// order, computed from `h` and feeding `u`) reads from `h`'s side. In a pre-LN model
 /// that is the input norm's output, fused (nn.layer_norm, nn.rms_norm) or
 /// spelled out (LLaMA's exported RMSNorm); in a post-LN one it is `h`
-/// itself. Null if there is no such product or it reads another type.
+/// itself. Reshapes before the product (GPT-2's flattened tokens) are looked
+/// through. Null if there is no such product or it reads another type.
 static Value branchInput(residual::AddOp op) {
   Value h = op.getH(), u = op.getU();
   SetVector<Operation *> fromH;
@@ -327,6 +329,11 @@ static Value branchInput(residual::AddOp op) {
     (void)getBackwardSlice(def, &toU, options);
     toU.insert(def); // the slice leaves its root out
   }
+  // A norm op of the state on the branch (Swin's windows reshuffle its
+  // output before the projection).
+  for (Operation *user : h.getUsers())
+    if (isa<nn::LayerNormOp, nn::RMSNormOp>(user) && toU.contains(user))
+      return user->getResult(0);
   auto dependsOnH = [&](Value v) {
     return v == h || (v.getDefiningOp() && fromH.contains(v.getDefiningOp()));
   };
@@ -339,7 +346,13 @@ static Value branchInput(residual::AddOp op) {
     Value in = candidate.getOperand(0);
     if (!dependsOnH(in))
       in = candidate.getOperand(1);
-    return in.getType() == h.getType() ? in : Value();
+    // GPT-2's Conv1D flattens the tokens first ([B, T, d] -> [B T, d]).
+    while (in.getType() != h.getType())
+      if (auto reshape = in.getDefiningOp<nn::ReshapeOp>())
+        in = reshape.getOperand();
+      else
+        return Value();
+    return in;
   }
   return Value();
 }

@@ -45,12 +45,15 @@ RTOL = 1e-4
 # (nag and ancre cannot: residual-rewrite refuses it; they run at init=paper).
 KINDS = {"rezero": True, "skipinit": True, "layerscale": True, "review": True,
          "highway": True, "denseformer": True, "lpa": True, "nag": False, "ancre": False,
-         "laurel": True, "hc": True, "mhc": True, "value-residual": True}
+         "laurel": True, "hc": True, "mhc": True, "value-residual": True,
+         "laurel:laurel=rw-lr-pa": True, "laurel:laurel=gemma3n": False}
 # What residual-rewrite refuses, by design, for a model it does not apply to
 # (reported "n/a" with the reason): hyper-connections on post-LN streams and
-# NCHW ones, LAuReL's low-rank map on NCHW ones.
+# NCHW ones, LAuReL's low-rank map on NCHW ones, Gemma 3n's merge on post-LN
+# streams and models without attention.
 NOT_APPLICABLE = ("not directly. Hyper-connections", "needs a static feature axis last",
-                  "no stream has two attention layers")
+                  "no stream has two attention layers", "(a post-LN model); use laurel=rw-lr",
+                  "no residual update's branch is attention")
 STEPS = ["import", "detect", "run", "rewrite", "train"]  # and "cuda", on request
 CUDA_EMULATOR = None  # --cuda-emulator=LIBDIR
 REWRITE_FIRST_ONLY = False  # --rewrite-first-export
@@ -201,7 +204,7 @@ def check(case, steps, kinds, work):
             not (REWRITE_FIRST_ONLY and case.tag != first_export(case.meta)):
         for kind in sampled_kinds(kinds, case.family_index):
             identity = KINDS[kind]
-            spec = kind + (":init=identity" if identity else "")
+            spec = kind + ((":" if ":" not in kind else ",") + "init=identity" if identity else "")
             if kind == "value-residual":
                 spec += ",lambda=learned"  # the fixed 1/2 changes the function
             args = ["rewire-run", model, "--residual=" + spec] + case.inputs()
