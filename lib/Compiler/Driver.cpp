@@ -21,6 +21,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -84,6 +85,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> readJobModel(mlir::MLIRContext &cont
     if (auto ec = sys::fs::createUniqueFile(dir, fd, importedParams))
       return compileError(Failure::io, "cannot create a temporary file: " + ec.message());
     ::close(fd);
+    // Removed on return (compile's scope_exit) and on SIGINT or SIGTERM too.
+    sys::RemoveFileOnSignal(importedParams);
     SmallString<256> abs(importedParams);
     sys::fs::make_absolute(abs);
     importOptions.parameterFile = importedParams.str().str();
@@ -251,8 +254,10 @@ Error rewire::compiler::compile(mlir::MLIRContext &context, const CompileJob &jo
   // is written.
   SmallString<256> importedParams;
   llvm::scope_exit cleanup([&] {
-    if (!importedParams.empty())
+    if (!importedParams.empty()) {
       sys::fs::remove(importedParams);
+      sys::DontRemoveFileOnSignal(importedParams);
+    }
   });
   auto module = readJobModel(context, sourceMgr, job, output, importedParams);
   if (!module)
