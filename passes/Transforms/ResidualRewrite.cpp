@@ -74,7 +74,8 @@ std::string laurelVariantName(LaurelVariant v) {
   if (v == LaurelVariant::gemma3n)
     return "gemma3n";
   std::string name;
-  for (auto [part, spelling] : {std::pair{LaurelVariant::rw, "rw"}, std::pair{LaurelVariant::lr, "lr"},
+  for (auto [part, spelling] : {std::pair{LaurelVariant::rw, "rw"},
+                                std::pair{LaurelVariant::lr, "lr"},
                                 std::pair{LaurelVariant::pa, "pa"}})
     if (laurelHas(v, part))
       name += (name.empty() ? "" : "-") + std::string(spelling);
@@ -287,7 +288,8 @@ LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
     int64_t d = stateType.getDimSize(axis);
     if (axis != stateType.getRank() - 1 || ShapedType::isDynamic(d))
       return op.emitError() << "residual-rewrite: kind=laurel laurel="
-                            << laurelVariantName(laurelVariant) << " needs a static feature axis last for its low-rank map (this "
+                            << laurelVariantName(laurelVariant)
+                            << " needs a static feature axis last for its low-rank map (this "
                                "update's is axis "
                             << axis << " of " << stateType << "); use laurel=rw";
     // B = 0: the low-rank term starts at 0 (the paper's init), A small.
@@ -313,10 +315,10 @@ LogicalResult ResidualRewritePass::rewriteLaurel(residual::AddOp op) {
 /// The branch's normalized input: the output of an nn.layer_norm or
 /// nn.rms_norm of the state `h` that feeds the update `u`, or else what the
 /// first matrix product of the branch (nn.matmul or nn.gemm, in program
-/// order, computed from `h` and feeding `u`) reads from `h`'s side. In a pre-LN model
-/// that is the input norm's output, fused (nn.layer_norm, nn.rms_norm) or
-/// spelled out (LLaMA's exported RMSNorm); in a post-LN one it is `h`
-/// itself. Reshapes before the product (GPT-2's flattened tokens) are looked
+/// order, computed from `h` and feeding `u`) reads from `h`'s side. In a
+/// pre-LN model that is the input norm's output, fused (nn.layer_norm,
+/// nn.rms_norm) or spelled out (LLaMA's exported RMSNorm); in a post-LN one
+/// it is `h` itself. Reshapes before the product (GPT-2's flattened tokens) are looked
 /// through. Null if there is no such product or it reads another type.
 static Value branchInput(residual::AddOp op) {
   Value h = op.getH(), u = op.getU();
@@ -358,9 +360,10 @@ static Value branchInput(residual::AddOp op) {
 }
 
 /// Gemma 3n's merged LAuReL (papers.md 6.3), on attention sublayers only:
-/// with `a` the branch's normalized input (branchInput), `z = a + rms(a A B) w` and the update
-/// `(h + u + z) / sqrt 2`, written as `residual.laurel` with constant scalars
-/// 1/sqrt 2 over the branch output `u + z` (A, B as linear layers, w = 1).
+/// with `a` the branch's normalized input (branchInput), `z = a + rms(a A B)
+/// w` and the update `(h + u + z) / sqrt 2`, written as `residual.laurel`
+/// with constant scalars 1/sqrt 2 over the branch output `u + z` (A, B as
+/// linear layers, w = 1).
 LogicalResult ResidualRewritePass::rewriteLaurelGemma3n(residual::AddOp op) {
   auto branch = op->getAttrOfType<StringAttr>(residual::kBranchAttrName);
   if (!branch || branch.getValue() != "attention")
@@ -420,6 +423,7 @@ LogicalResult ResidualRewritePass::rewriteLaurelGemma3n(residual::AddOp op) {
 
 void ResidualRewritePass::runOnOperation() {
   ModuleOp module = getOperation();
+  gemma3nUpdates = 0;
   if (gated() && init == InitMode::identity && combine == Combine::convex) {
     module.emitError() << "residual-rewrite: kind=" << kindName(kind)
                        << " combine=convex has no identity initialization "

@@ -142,8 +142,9 @@ LogicalResult rewire::addPreviousActivations(func::FuncOp func, SymbolTable &sym
         Location loc = op->getLoc();
         Value gamma = nn::loadParameter(b, loc, *global);
         auto axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-        auto mix = residual::MixOp::create(b, loc, type, residual::MixWeights::additive, y, earlier,
-                                           gamma, FloatAttr(), axis, stream, update.getLayerIndex());
+        auto mix =
+            residual::MixOp::create(b, loc, type, residual::MixWeights::additive, y, earlier,
+                                    gamma, FloatAttr(), axis, stream, update.getLayerIndex());
         y.replaceAllUsesExcept(mix.getResult(), mix);
       }
       earlier.push_back(x);
