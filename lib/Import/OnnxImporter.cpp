@@ -209,7 +209,7 @@ static ArrayRef<ArrayRef<Handler>> allTables() {
 
 std::vector<rewire::onnx_import::SupportedOp> rewire::onnx_import::supportedOps() {
   // Constant is imported before dispatch (a tensor, like an initializer).
-  std::vector<SupportedOp> ops = {{"Constant", 1, 28}};
+  std::vector<SupportedOp> ops = {{"Constant", 1, 28, ""}};
   for (ArrayRef<Handler> table : allTables())
     for (const Handler &h : table)
       ops.push_back({h.opType, h.minOpset, h.maxOpset, h.domain});
