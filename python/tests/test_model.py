@@ -44,7 +44,9 @@ def test_report_is_data(gpt2_dynamo):
 
 
 @pytest.mark.parametrize("kind,options", [("review", {"init": "identity"}), ("nag", {}),
-                                          ("laurel", {"laurel": "rw"}), ("mhc", {"streams": 2})])
+                                          ("laurel", {"laurel": "rw"}), ("mhc", {"streams": 2}),
+                                          ("laurel", {"laurel": "rw-lr-pa"}),
+                                          ("laurel", {"laurel": "gemma3n", "rank": 4})])
 def test_rewrite_compile_export_agree(gpt2_dynamo, tmp_path, kind, options):
     path, x, _ = gpt2_dynamo
     rewritten = rewire.load(path).rewrite(kind, **options)
