@@ -47,6 +47,15 @@ def rms(x, eps=1e-6):
     return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
 
 
+def export_net(work, name, net, x):
+    """`net` exported to WORK/NAME.onnx (input x, output y, opset 17) and its
+    initial state."""
+    model = os.path.join(work, name + ".onnx")
+    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
+                      output_names=["y"])
+    return model, {k: v.clone() for k, v in net.state_dict().items()}
+
+
 def combine(form, q, x, u):
     """The rewritten residual update x (+) u with the new parameters q."""
     if form in ("rezero", "skipinit"):
@@ -162,10 +171,7 @@ def hyper_stream(form, net, q, x, n=4):
 def deep_forms(work, x, y):
     torch.manual_seed(2)
     net = DeepNet()
-    model = os.path.join(work, "deep.onnx")
-    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
-                      output_names=["y"])
-    init = {k: v.clone() for k, v in net.state_dict().items()}
+    model, init = export_net(work, "deep", net, x)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     ok = True
     for spec in ("ancre", "denseformer", "nag", "hc", "mhc", "laurel:laurel=pa", "laurel:laurel=rw-lr-pa"):
@@ -238,10 +244,7 @@ def value_residual_parity(work, x, y):
     PyTorch from papers.md 6.4; 20 SGD steps."""
     torch.manual_seed(3)
     net = AttnNet()
-    model = os.path.join(work, "attn.onnx")
-    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
-                      output_names=["y"])
-    init = {k: v.clone() for k, v in net.state_dict().items()}
+    model, init = export_net(work, "attn", net, x)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     ok = True
     for spec in ("value-residual", "value-residual:lambda=learned"):
@@ -285,10 +288,7 @@ def gemma3n_parity(work, x, y):
     term's sum); 20 SGD steps against PyTorch."""
     torch.manual_seed(4)
     net = AttnNet()
-    model = os.path.join(work, "attn-gemma3n.onnx")
-    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
-                      output_names=["y"])
-    init = {k: v.clone() for k, v in net.state_dict().items()}
+    model, init = export_net(work, "attn-gemma3n", net, x)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     spec = "laurel:laurel=gemma3n,rank=4"
     tag = "attn-gemma3n"
@@ -386,10 +386,7 @@ def main():
     y = (np.tanh(x @ rng.standard_normal((p.D, p.O))) + 0.1 * rng.standard_normal((p.N, p.O))).astype(np.float32)
     np.save(os.path.join(work, "x.npy"), x)
     np.save(os.path.join(work, "y.npy"), y)
-    model = os.path.join(work, "net.onnx")
-    torch.onnx.export(net, torch.from_numpy(x[:p.B]), model, opset_version=17, input_names=["x"],
-                      output_names=["y"])
-    init = {k: v.clone() for k, v in net.state_dict().items()}
+    model, init = export_net(work, "net", net, x)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     ok = True
     for spec in ("rezero", "layerscale", "review", "highway", "laurel", "laurel:laurel=rw"):
