@@ -38,6 +38,9 @@ def ops(w):
                f"residual.nag_gate %R, %w, %b, %pi stream 0 layer 0 : {T}, {t((w, 4))}, {t((4,))}, {t((4,))}")
     yield (f"mix_{w}", [("y", S), ("h0", S), ("h1", S), ("h2", S), ("c", (3,))],
            f"residual.mix softmax %y, [%h0, %h1, %h2], %c tau 0.5 stream 0 layer 2 : {T}, {t((3,))}")
+    if w == 64:  # LAuReL-PA's mix: the same kernel shape, its own weights
+        yield (f"mix_additive_{w}", [("y", S), ("h0", S), ("h1", S), ("c", (2,))],
+               f"residual.mix additive %y, [%h0, %h1], %c stream 0 layer 2 : {T}, {t((2,))}")
     yield (f"nag_add_{w}", [("R", S), ("f", S), ("a", ()), ("m", ROWS + (1,))],
            f"residual.nag_add %R, %f, %a, %m stream 0 layer 0 : {T}, {t(())}, {t(ROWS + (1,))}")
     yield (f"layer_norm_{w}", [("x", S), ("g", (w,)), ("b", (w,))],
