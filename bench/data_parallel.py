@@ -5,7 +5,10 @@ trained as
   - one process, the fused train_step (oneDNN and the loops on every core);
   - one process, split steps (grad_step + apply_step: the cost of the split);
   - one process, --grad-accum 2 (half the batch per call);
-  - mpirun -np N (N = 2 by default), one BLAS thread per rank;
+  - mpirun -np N (N = 2 by default), one BLAS thread per rank, the sums in
+    4 MiB buckets started while the backward runs (rewire-output-ready-calls),
+    and the same with one bucket (--bucket-mb 1e6: summed only after the
+    backward, what the overlap saves);
 
 with the median step time, tokens/s, and each rank count's all-reduce time
 and share of the step (from rewire-train's JSONL: step_ms, allreduce_ms).
@@ -76,7 +79,9 @@ def main():
         step = statistics.median(r["step_ms"] for r in rows)
         comm = statistics.median(r.get("allreduce_ms", 0.0) for r in rows)
         return {"name": name, "ranks": ranks, "step_ms": step, "allreduce_ms": comm,
-                "tokens_per_s": g * a.seq / (step / 1e3), "wall_s": wall}
+                "tokens_per_s": g * a.seq / (step / 1e3), "wall_s": wall,
+                "buckets": rows[-1].get("allreduce_buckets", 0),
+                "buckets_early": min(r.get("allreduce_buckets_early", 0) for r in rows)}
 
     # Compile each artifact once first (the timed runs hit the cache).
     split_rwx = os.path.join(work, "split.rwx")
@@ -88,7 +93,8 @@ def main():
     configs = [("fused, 1 process", onnx_path, g, (), 1, None),
                ("split, 1 process", split_rwx, g, (), 1, None),
                ("--grad-accum 2, 1 process", onnx_path, g // 2, ["--grad-accum=2"], 1, None),
-               ("mpirun -np %d" % n, onnx_path, g // n, (), n, 1)]
+               ("mpirun -np %d" % n, onnx_path, g // n, (), n, 1),
+               ("mpirun -np %d, one bucket" % n, onnx_path, g // n, ["--bucket-mb=1e6"], n, 1)]
     # Round-robin rounds (this machine's timings drift): the median of the
     # rounds' medians.
     rounds = [[train(*c) for c in configs] for _ in range(a.rounds)]
@@ -106,12 +112,14 @@ def main():
           "global batch %d, AdamW; %s, %d cores" % (a.layers, a.d, a.seq, a.vocab, params / 1e6,
                                                     params * 4 / 1e6, g, cpu, os.cpu_count()))
     print("medians of %d round-robin rounds of %d steps" % (a.rounds, a.steps))
-    print("%-28s %10s %10s %12s %10s" % ("run", "step ms", "tokens/s", "all-reduce", "vs fused"))
+    print("%-28s %10s %10s %16s %10s %8s" % ("run", "step ms", "tokens/s", "all-reduce wait",
+                                             "vs fused", "buckets"))
     for r in runs:
         share = r["allreduce_ms"] / r["step_ms"] if r["allreduce_ms"] else 0.0
-        print("%-28s %10.1f %10.0f %7.2f ms %2.0f%% %9.2fx" % (
+        print("%-28s %10.1f %10.0f %10.2f ms %2.0f%% %9.2fx %8s" % (
             r["name"], r["step_ms"], r["tokens_per_s"], r["allreduce_ms"], 100 * share,
-            r["tokens_per_s"] / base))
+            r["tokens_per_s"] / base,
+            "%d/%d" % (r["buckets_early"], r["buckets"]) if r["ranks"] > 1 else "-"))
     print("compile (split steps, cached after): %.1f s" % compile_split)
     if a.out:
         with open(a.out, "w") as f:

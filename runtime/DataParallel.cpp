@@ -11,6 +11,16 @@
 // double). Batch normalization's running statistics chain through the
 // micro-batches and come from rank 0 (PyTorch DDP's broadcast_buffers).
 //
+// The sum over the ranks overlaps the backward: grad_step tells its output
+// hook each gradient as soon as it is final (rewire-output-ready-calls; the
+// artifact's readyOrder, fixed when it is compiled), the gradients lie in
+// gradSum in that order, and a bucket of --bucket-mb (4 MiB) is started
+// (Communicator::startSum) as soon as it and every bucket before it are
+// complete, so every rank starts the same sums in the same order. What the
+// hook did not hand out is started after grad_step returns; then the
+// trainer waits for all (commSeconds: the part of the sums the backward
+// did not hide).
+//
 // The global batch is cut as rank r, micro-batch k <- rows [(r accum + k)
 // b, +b) of what one process would train on: with 2 ranks and 1
 // micro-batch, or 1 rank and 2, the sum is g0 + g1 either way, the same
@@ -22,8 +32,11 @@
 #include "rewire/Support/Checked.h"
 #include "rewire/Support/TrainStepAbi.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 
@@ -92,21 +105,44 @@ TrainStatus Trainer::Impl::selectSteps(const std::string &artifactPath) {
 }
 
 TrainStatus Trainer::Impl::bindSplit() {
-  // The gradients in apply_step's order, one flat buffer.
+  // The gradients in one flat buffer: first in the order grad_step
+  // finishes them (its readyOrder), the rest in apply_step's order; the
+  // buckets of the sum over the ranks follow that order.
+  std::vector<const TensorInfo *> layout;
+  for (size_t k : gradFn->readyOrder)
+    if (startsWith(gradFn->outputs[k].name, kGradPrefix))
+      for (const TensorInfo &t : applyFn->inputs)
+        if (t.name == gradFn->outputs[k].name)
+          layout.push_back(&t);
+  for (const TensorInfo &t : applyFn->inputs)
+    if (startsWith(t.name, kGradPrefix) &&
+        std::find(layout.begin(), layout.end(), &t) == layout.end())
+      layout.push_back(&t);
   std::map<std::string, size_t> gradIndex;
   size_t total = 0;
-  for (const TensorInfo &t : applyFn->inputs) {
-    if (!startsWith(t.name, kGradPrefix))
-      continue;
-    if (t.dtype != DType::F32)
-      return trainError(TrainFailure::io, "apply_step's '" + t.name + "' is not f32");
-    gradIndex[t.name] = gradOffset.size();
+  for (const TensorInfo *t : layout) {
+    if (t->dtype != DType::F32)
+      return trainError(TrainFailure::io, "apply_step's '" + t->name + "' is not f32");
+    gradIndex[t->name] = gradOffset.size();
     gradOffset.push_back(total);
-    auto n = checkedAddU(total, static_cast<uint64_t>(t.byteSize() / 4));
+    auto n = checkedAddU(total, static_cast<uint64_t>(t->byteSize() / 4));
     if (!n)
       return trainError(TrainFailure::io, "the gradients do not fit in memory");
     total = static_cast<size_t>(*n);
   }
+  gradOffset.push_back(total);
+  // Buckets of whole gradients, at least --bucket-mb each (the last may be
+  // smaller).
+  size_t bucketValues =
+      std::max<size_t>(1, static_cast<size_t>(std::min(o.bucketMb, 1e6) * (1 << 20) / 4));
+  slotBucket.assign(layout.size(), 0);
+  bucketStart.assign(1, 0);
+  for (size_t s = 0; s < layout.size(); ++s) {
+    slotBucket[s] = bucketStart.size() - 1;
+    if (gradOffset[s + 1] - bucketStart.back() >= bucketValues && s + 1 < layout.size())
+      bucketStart.push_back(gradOffset[s + 1]);
+  }
+  bucketStart.push_back(total);
   gradSum.assign(total, 0.0f);
   if (accum > 1)
     gradMicro.assign(total, 0.0f);
@@ -132,7 +168,7 @@ TrainStatus Trainer::Impl::bindSplit() {
       return trainError(TrainFailure::io, "grad_step output '" + t.name + "' matches no input");
     }
   }
-  if (gradIndex.size() != gradOffset.size() || gradOuts.empty())
+  if (gradIndex.size() + 1 != gradOffset.size() || gradOuts.empty())
     return trainError(TrainFailure::io, "grad_step and apply_step do not match");
   for (const TensorInfo &t : applyFn->inputs) {
     auto it = gradIndex.find(t.name);
@@ -155,6 +191,58 @@ TrainStatus Trainer::Impl::broadcastState() {
   return std::nullopt;
 }
 
+/// What the output hook of the last micro-batch's grad_step works on.
+struct Trainer::Impl::SumState {
+  Impl &t;
+  bool addMicro;                 ///< gradients go to gradMicro, then into gradSum
+  std::vector<bool> ready;       ///< per gradient slot
+  std::vector<size_t> remaining; ///< per bucket: slots not ready yet
+  size_t nextBucket = 0;         ///< the next bucket to start (buckets start in order)
+  size_t early = 0;              ///< buckets started while grad_step ran
+  std::optional<std::string> error;
+
+  SumState(Impl &t, bool addMicro)
+      : t(t), addMicro(addMicro), ready(t.slotBucket.size(), false),
+        remaining(t.bucketStart.size() - 1, 0) {
+    for (size_t b : t.slotBucket)
+      ++remaining[b];
+  }
+
+  /// Slot `s` is final: added into the sum, its bucket started when it is
+  /// the next one and complete.
+  void markReady(size_t s) {
+    if (ready[s])
+      return;
+    ready[s] = true;
+    if (addMicro)
+      for (size_t i = t.gradOffset[s]; i < t.gradOffset[s + 1]; ++i)
+        t.gradSum[i] += t.gradMicro[i];
+    --remaining[t.slotBucket[s]];
+    startBuckets();
+  }
+
+  void startBuckets() {
+    while (!error && nextBucket < remaining.size() && remaining[nextBucket] == 0) {
+      size_t from = t.bucketStart[nextBucket], to = t.bucketStart[nextBucket + 1];
+      error = t.comm->startSum(t.gradSum.data() + from, to - from);
+      ++nextBucket;
+    }
+  }
+
+  static void hook(void *context, int64_t output) {
+    auto *s = static_cast<SumState *>(context);
+    if (output >= 0 && static_cast<size_t>(output) < s->t.gradOuts.size()) {
+      auto [kind, at] = s->t.gradOuts[static_cast<size_t>(output)];
+      if (kind == GradOut::grad) {
+        size_t before = s->nextBucket;
+        s->markReady(at);
+        s->early += s->nextBucket - before;
+      }
+    }
+    s->t.comm->progress();
+  }
+};
+
 TrainStatus Trainer::Impl::splitStep(int64_t step) {
   std::vector<int64_t> rows = order.batchRows(step, globalBatch(), examples);
   size_t depths = depthOut.size();
@@ -166,6 +254,9 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
   }
   std::vector<const void *> ip(gradFn->inputs.size());
   std::vector<void *> op(gradFn->outputs.size());
+  // The last micro-batch's gradients are summed over the ranks as grad_step
+  // finishes them (its output hook), the rest after it returns.
+  std::optional<SumState> sums;
   for (int64_t k = 0; k < accum; ++k) {
     auto from = rows.begin() + (static_cast<int64_t>(rank) * accum + k) * batch;
     std::vector<int64_t> mine(from, from + batch);
@@ -186,9 +277,19 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
               : kind == GradOut::depth ? scalars[1 + depth++].data.data()
                                        : bufferOut[at].data.data();
     }
-    if (auto err = model->runRaw(kGradFunction, ip.data(), op.data()))
+    bool last = k + 1 == accum;
+    if (last && ranks > 1) {
+      sums.emplace(*this, k > 0);
+      auto err = model->runRaw(kGradFunction, ip.data(), op.data(),
+                               OutputHook{&SumState::hook, &*sums});
+      // The other ranks wait in sums this one may never start: the caller
+      // ends the run (rewire-train aborts every rank with the error).
+      if (err)
+        return callError(*err);
+    } else if (auto err = model->runRaw(kGradFunction, ip.data(), op.data())) {
       return callError(*err);
-    if (k > 0)
+    }
+    if (k > 0 && !sums)
       for (size_t i = 0; i < gradSum.size(); ++i)
         gradSum[i] += gradMicro[i];
     for (size_t d = 0; d <= depths; ++d)
@@ -198,9 +299,17 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
       std::swap(bufferOut[j].data, in[bufferIn[j]].data);
   }
   commSeconds = 0;
+  earlyBuckets = 0;
   if (ranks > 1) {
+    // Started during grad_step: the buckets before the first gradient it
+    // did not hand out; the rest now.
     auto t0 = std::chrono::steady_clock::now();
-    if (auto err = comm->allReduceSum(gradSum.data(), gradSum.size()))
+    earlyBuckets = sums->early;
+    for (size_t s = 0; s < sums->ready.size(); ++s)
+      sums->markReady(s);
+    if (sums->error)
+      return trainError(TrainFailure::io, *sums->error);
+    if (auto err = comm->finishSums())
       return trainError(TrainFailure::io, *err);
     if (auto err = comm->allReduceSum(losses.data(), losses.size()))
       return trainError(TrainFailure::io, *err);

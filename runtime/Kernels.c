@@ -11,7 +11,8 @@
  * (rewire-check-indices) and a failed allocation end the call with a message
  * instead of a crash (longjmp back to rewire_artifact_call: generated code
  * runs on the calling thread, holds no resources but temporaries, and the
- * caller treats the call's outputs as undefined).
+ * caller treats the call's outputs as undefined); `rewire_output_ready`
+ * (rewire-output-ready-calls) tells the caller's hook that an output is final.
  * Plain C: an artifact needs no C++ runtime.
  *
  *===----------------------------------------------------------------------===*/
@@ -255,6 +256,24 @@ int rewire_artifact_call(void (*entry)(void **), void **buffers, char *message,
   entry(buffers);
   callEnv = outer;
   return 0;
+}
+
+/* The output hook (rewire/Support/CpuArtifact.h, kSetOutputHookSymbol):
+ * per thread, like the call it serves; generated code runs its top level on
+ * the calling thread, which is where rewire-output-ready-calls puts the
+ * calls. */
+typedef void (*OutputHook)(void *context, int64_t output);
+static __thread OutputHook outputHook;
+static __thread void *outputHookContext;
+
+void rewire_set_output_hook(OutputHook hook, void *context) {
+  outputHook = hook;
+  outputHookContext = context;
+}
+
+void rewire_output_ready(int64_t output) {
+  if (outputHook)
+    outputHook(outputHookContext, output);
 }
 
 /* Called by the code rewire-check-indices inserts: element `position`

@@ -135,6 +135,9 @@ struct Model::Impl {
   /// region instead of spinning 200 ms against oneDNN's (measured with
   /// torch imported: 1200 -> ~610 ms).
   void (*setBlocktime)(int) = nullptr;
+  /// rewire_set_output_hook (rewire/Support/CpuArtifact.h); null in
+  /// artifacts of older compilers.
+  void (*setOutputHook)(void (*)(void *, int64_t), void *) = nullptr;
   /// Per function: the parameter pointers, in declared order.
   std::vector<std::vector<void *>> parameters;
   SafetensorsMapping mapping;
@@ -240,6 +243,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   using DescribeFn = const char *(*)();
   auto describe = reinterpret_cast<DescribeFn>(::dlsym(impl->handle, cpu::kKernelsSymbol));
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
+  impl->setOutputHook = reinterpret_cast<void (*)(void (*)(void *, int64_t), void *)>(
+      ::dlsym(impl->handle, cpu::kSetOutputHookSymbol));
   if (twoPools)
     impl->setBlocktime = reinterpret_cast<void (*)(int)>(::dlsym(impl->handle, "kmp_set_blocktime"));
   bool anyParameters = false;
@@ -266,6 +271,25 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
           return nullptr;
         }
         list->push_back(std::move(t));
+      }
+    }
+    if (const JsonValue *order = f.get("ready_order")) {
+      // Each output at most once: the trainer's buckets rely on it.
+      std::vector<bool> seen(info.outputs.size(), false);
+      bool ok = order->isArray();
+      for (size_t i = 0; ok && i < order->array.size(); ++i) {
+        const JsonValue &v = order->array[i];
+        ok = v.isNumber() && v.number >= 0 && v.number < double(info.outputs.size()) &&
+             v.number == double(size_t(v.number)) && !seen[size_t(v.number)];
+        if (ok) {
+          seen[size_t(v.number)] = true;
+          info.readyOrder.push_back(size_t(v.number));
+        }
+      }
+      if (!ok) {
+        error = "'" + artifactPath + "': function '" + info.name +
+                "' has a ready_order that is not a list of distinct output indices";
+        return nullptr;
       }
     }
     auto fn = reinterpret_cast<EntryFn>(::dlsym(impl->handle, entry->text.c_str()));
@@ -373,6 +397,17 @@ std::optional<std::string> Model::runRaw(const std::string &function,
   if (impl->call(impl->entries[index], buffers.data(), message, sizeof(message)) != 0)
     return "'" + function + "' failed: " + std::string(message);
   return std::nullopt;
+}
+
+std::optional<std::string> Model::runRaw(const std::string &function,
+                                         const void *const *inputs, void *const *outputs,
+                                         OutputHook hook) const {
+  if (!impl->setOutputHook || !hook.ready)
+    return runRaw(function, inputs, outputs);
+  impl->setOutputHook(hook.ready, hook.context);
+  std::optional<std::string> result = runRaw(function, inputs, outputs);
+  impl->setOutputHook(nullptr, nullptr);
+  return result;
 }
 
 bool isInputDataError(const std::string &message) {

@@ -432,6 +432,8 @@ TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
     std::swap(out[oi].data, in[ii].data);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.commSeconds = split ? commSeconds : 0.0;
+  result.buckets = split && ranks > 1 ? bucketStart.size() - 1 : 0;
+  result.bucketsEarly = split && ranks > 1 ? earlyBuckets : 0;
   result.step = step;
   result.loss = loss;
   result.lr = lr;
@@ -455,7 +457,9 @@ TrainStatus Trainer::Impl::step(int64_t step, StepResult &result) {
       std::fprintf(jsonl, ",\"loss_depth%zu\":%.9g", k + 1, result.depthLosses[k]);
     std::fprintf(jsonl, ",\"step_ms\":%.4f", result.seconds * 1e3);
     if (ranks > 1)
-      std::fprintf(jsonl, ",\"allreduce_ms\":%.4f", result.commSeconds * 1e3);
+      std::fprintf(jsonl, ",\"allreduce_ms\":%.4f,\"allreduce_buckets\":%zu,"
+                          "\"allreduce_buckets_early\":%zu",
+                   result.commSeconds * 1e3, result.buckets, result.bucketsEarly);
     if (!normOut.empty()) {
       std::fprintf(jsonl, ",\"grad_norms\":{");
       for (size_t k = 0; k < normOut.size(); ++k)

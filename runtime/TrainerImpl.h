@@ -95,11 +95,17 @@ struct Trainer::Impl {
   /// grad_step's outputs: where each goes (see bindSplit).
   enum class GradOut { loss, grad, buffer, depth };
   std::vector<std::pair<GradOut, size_t>> gradOuts;
+  /// The buckets of the sum over the ranks: bucket b is gradSum's values
+  /// [bucketStart[b], bucketStart[b + 1]); slotBucket: each gradient's.
+  /// gradOffset has one more entry, the total.
+  std::vector<size_t> bucketStart, slotBucket;
+  struct SumState;
   /// apply_step's inputs: the gradient slot of each (SIZE_MAX: not one).
   std::vector<size_t> applyGradSlot;
   std::vector<HostTensor> bufferOut; ///< batch-norm running statistics
   std::vector<size_t> bufferIn;      ///< their inputs in `in`
-  double commSeconds = 0;            ///< the last step's time in sums
+  double commSeconds = 0;            ///< the last step's wait for sums after grad_step
+  size_t earlyBuckets = 0;           ///< the last step's buckets started during grad_step
 
   int64_t lastCheckpoint = -1;
   std::string lastCheckpointDir; ///< the folder lastCheckpoint is in

@@ -154,13 +154,14 @@ Error compileCuda(mlir::ModuleOp module, const CompileJob &job, const ModuleInfo
 Error compileCpu(mlir::ModuleOp module, const CompileJob &job, const ModuleInfo &info,
                  const std::string &output, const std::string &paramsRef, StageClock &stage) {
   const CompileOptions &options = job.options;
-  if (failed(lowerToLLVMDialect(module, options)))
+  std::vector<EntryPoint> entries = info.entries;
+  if (failed(lowerToLLVMDialect(module, options, &entries)))
     return compileError(Failure::unsupported);
   stage("lower to the LLVM dialect");
   if (job.emit == Stage::llvmDialect)
     return writeText(output, [&](raw_ostream &os) { module.print(os); });
   LLVMContext llvmContext;
-  auto llvmModule = translateAndOptimize(module, info.entries, paramsRef, options, llvmContext);
+  auto llvmModule = translateAndOptimize(module, entries, paramsRef, options, llvmContext);
   if (!llvmModule)
     return compileError(Failure::codegen);
   stage("translate and optimize (LLVM)");

@@ -42,7 +42,8 @@ inline void writeTensorSpecs(llvm::json::OStream &json, const std::vector<Tensor
   });
 }
 
-/// An entry point's `"inputs"`, `"parameters"` and `"outputs"` members.
+/// An entry point's `"inputs"`, `"parameters"` and `"outputs"` members, and
+/// `"ready_order"` where the code hands its outputs out as they are final.
 inline void writeSignature(llvm::json::OStream &json, const EntryPoint &entry) {
   for (auto [key, specs] : {std::pair<const char *, const std::vector<TensorSpec> *>{
                                 "inputs", &entry.inputs},
@@ -52,6 +53,11 @@ inline void writeSignature(llvm::json::OStream &json, const EntryPoint &entry) {
     writeTensorSpecs(json, *specs);
     json.attributeEnd();
   }
+  if (!entry.readyOrder.empty())
+    json.attributeArray("ready_order", [&] {
+      for (int64_t k : entry.readyOrder)
+        json.value(k);
+    });
 }
 
 } // namespace rewire::compiler

@@ -10,6 +10,7 @@
 #include "dialects/residual/ResidualDecompose.h"
 #include "passes/Conversion/Passes.h"
 #include "passes/Transforms/Passes.h"
+#include "rewire/Support/TrainStepAbi.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -142,6 +143,10 @@ void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const Compile
   if (options.blas)
     pm.addPass(rewire::createLinalgToBlas());
   pm.addPass(createCanonicalizerPass());
+  // A split train step's gradients, handed out as each is final (the
+  // data-parallel trainer sums them over the ranks meanwhile).
+  pm.addPass(rewire::createOutputReadyCalls(
+      OutputReadyCallsOptions{{std::string(rewire::trainstep::kGradFunction)}}));
   // Parallel loop dimensions become OpenMP work-sharing loops (threads > 1);
   // the alloca scopes scf-to-openmp creates must be lowered (by
   // finalize-memref-to-llvm) before scf-to-cf splits their regions.

@@ -67,6 +67,8 @@ std::vector<EntryPoint> entryPointsOf(ModuleOp module) {
       check.nonzero = c.getAs<BoolAttr>("nonzero").getValue();
       entry.inputChecks.push_back(std::move(check));
     }
+    if (auto order = e.getAs<DenseI64ArrayAttr>("ready_order"))
+      entry.readyOrder.assign(order.asArrayRef().begin(), order.asArrayRef().end());
     entries.push_back(std::move(entry));
   }
   return entries;
@@ -220,7 +222,15 @@ LogicalResult rewire::compiler::lowerToLinalg(ModuleOp module, const CompileOpti
 }
 
 LogicalResult rewire::compiler::lowerToLLVMDialect(ModuleOp module,
-                                                   const CompileOptions &options) {
-  return runPipeline(module,
-                     [&](OpPassManager &pm) { buildLLVMDialectPipeline(pm, options); });
+                                                   const CompileOptions &options,
+                                                   std::vector<EntryPoint> *entries) {
+  if (failed(runPipeline(module,
+                         [&](OpPassManager &pm) { buildLLVMDialectPipeline(pm, options); })))
+    return failure();
+  if (entries)
+    for (const EntryPoint &now : entryPointsOf(module))
+      for (EntryPoint &e : *entries)
+        if (e.name == now.name)
+          e.readyOrder = now.readyOrder;
+  return success();
 }

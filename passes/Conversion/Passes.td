@@ -201,6 +201,51 @@ def DistinctResultBuffers : Pass<"rewire-distinct-result-buffers", "::mlir::func
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def OutputReadyCalls : Pass<"rewire-output-ready-calls", "::mlir::ModuleOp"> {
+  let summary = "Tell the caller as soon as each output of an entry point is final";
+  let description = [{
+    Data-parallel training sums each gradient over the ranks; started only
+    after `grad_step` returns, the sum waits for the whole backward. This pass
+    runs on buffers, after `buffer-results-to-out-params` (the outputs are
+    the trailing arguments of the entry points rewire-record-entry-points
+    recorded), and puts `func.call @rewire_output_ready(k)` right after the
+    last operation of the function's body that touches output `k` (reads or
+    writes it, or a view of it, or a pointer taken from it; an operation in
+    a loop or a parallel region counts as the top-level op that holds it).
+    After the call nothing in the function touches the buffer again, so the
+    caller may send it, or sum into it in place, while the rest runs. The
+    runtime passes the calls to a hook (`rewire_set_output_hook`,
+    runtime/Kernels.c); without one they do nothing.
+
+    The order of the calls is recorded on the entry point as `ready_order`
+    (output indices, in the order the code finishes them): the trainer lays
+    out its gradient buckets in that order, fixed when the step is compiled.
+    An output no operation touches gets no call (the caller treats it as
+    final when the call returns). Functions whose body is not one block are
+    left as they are.
+
+    ```mlir
+    func.func @grad_step(%x: memref<4xf32>, %g0: memref<4xf32>, %g1: memref<4xf32>) {
+      linalg.generic ... outs(%g1 : memref<4xf32>)
+      linalg.generic ... outs(%g0 : memref<4xf32>)
+      return
+    }
+    // becomes (ready_order = [1, 0])
+      linalg.generic ... outs(%g1 : memref<4xf32>)
+      %c1 = arith.constant 1 : i64
+      func.call @rewire_output_ready(%c1) : (i64) -> ()
+      linalg.generic ... outs(%g0 : memref<4xf32>)
+      %c0 = arith.constant 0 : i64
+      func.call @rewire_output_ready(%c0) : (i64) -> ()
+    ```
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "The entry points to instrument (by name)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
+}
+
 def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg producers into their consumers";
   let description = [{

@@ -350,6 +350,8 @@ class Trainer:
     `mpirun rewire-train` does: every rank passes the same global batch (batch x
     grad_accum x N rows) to `step`, trains on its share and sums the gradients with the
     others; rank 0 writes checkpoints and logs. `"mpi-deterministic"` sums in rank order.
+    The sums go in buckets of `bucket_mb` MiB, each started as soon as the backward has
+    finished it (PyTorch DDP's bucket_cap_mb).
     """
 
     def __init__(self, model: Model, *, optimizer: str = "adamw", loss: str = "mse", lr: float = 1e-3,
@@ -361,7 +363,7 @@ class Trainer:
                  target: str = "cpu", params: Optional[str] = None,
                  checkpoint: Optional[str] = None, resume: bool = False,
                  metrics: Optional[str] = None, jsonl: Optional[str] = None,
-                 comm: Optional[str] = None):
+                 comm: Optional[str] = None, bucket_mb: float = 4.0):
         if not isinstance(model, Model):
             raise Error("rewire.Trainer takes a rewire.Model, got %s" % type(model).__name__)
         if optimizer not in ("sgd", "adamw"):
@@ -372,6 +374,8 @@ class Trainer:
             raise Error("schedule must be 'constant' or 'cosine', got %r" % schedule)
         if resume and not checkpoint:
             raise Error("resume needs checkpoint=DIR")
+        if not (isinstance(bucket_mb, (int, float)) and 0 < bucket_mb <= 1e6):
+            raise Error("bucket_mb must be a size in MiB above 0, got %r" % (bucket_mb,))
         frozen = list(frozen)
         if any(not f or any(c in f for c in ",+: ") for f in frozen):
             raise Error("frozen: parameter-name prefixes without ',', '+', ':' or spaces")
@@ -386,7 +390,8 @@ class Trainer:
                                 train=spec)
         options = {"steps": int(steps), "lr": float(lr), "min_lr": float(min_lr),
                    "warmup": int(warmup), "cosine": schedule == "cosine", "beta1": float(beta1),
-                   "beta2": float(beta2), "grad_accum": int(grad_accum), "resume": bool(resume)}
+                   "beta2": float(beta2), "grad_accum": int(grad_accum), "resume": bool(resume),
+                   "bucket_mb": float(bucket_mb)}
         for key, value in (("params", params), ("checkpoint", checkpoint), ("metrics", metrics),
                            ("jsonl", jsonl), ("comm", comm)):
             if value:

@@ -528,6 +528,7 @@ public:
       else if (k == "checkpoint") o.checkpoint = nb::cast<std::string>(value);
       else if (k == "resume") o.resume = nb::cast<bool>(value);
       else if (k == "grad_accum") o.gradAccum = nb::cast<int64_t>(value);
+      else if (k == "bucket_mb") o.bucketMb = nb::cast<double>(value);
       else if (k == "metrics") o.metrics = nb::cast<std::string>(value);
       else if (k == "jsonl") o.jsonl = nb::cast<std::string>(value);
       else if (k == "comm") {

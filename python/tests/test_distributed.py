@@ -14,8 +14,9 @@ import rewire
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.mark.parametrize("comm", ["mpi", "mpi-deterministic"])
-def test_two_ranks_equal_accumulation(tiny_gpt, tmp_path, comm):
+# Small buckets: many sums, each started while the backward runs.
+@pytest.mark.parametrize("comm,bucket_mb", [("mpi", 4.0), ("mpi", 0.001), ("mpi-deterministic", 4.0)])
+def test_two_ranks_equal_accumulation(tiny_gpt, tmp_path, comm, bucket_mb):
     if not shutil.which("mpirun"):
         pytest.fail("mpirun not found (the bootstrap installs openmpi-bin)")
     rng = np.random.default_rng(0)
@@ -28,7 +29,8 @@ def test_two_ranks_equal_accumulation(tiny_gpt, tmp_path, comm):
     if os.getuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     r = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", sys.executable,
-                        os.path.join(HERE, "mpi_rank.py"), tiny_gpt, batches, out, comm],
+                        os.path.join(HERE, "mpi_rank.py"), tiny_gpt, batches, out, comm,
+                        str(bucket_mb)],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     ranks = np.load(out)
@@ -43,3 +45,9 @@ def test_two_ranks_equal_accumulation(tiny_gpt, tmp_path, comm):
 def test_comm_must_be_known(tiny_gpt):
     with pytest.raises(rewire.Error, match="comm must be"):
         rewire.Trainer(rewire.load(tiny_gpt), loss="cross_entropy", comm="nccl")
+
+
+@pytest.mark.parametrize("bucket_mb", [0, -1.0, float("nan"), "4"])
+def test_bucket_mb_must_be_a_size(tiny_gpt, bucket_mb):
+    with pytest.raises(rewire.Error, match="bucket_mb must be a size in MiB above 0"):
+        rewire.Trainer(rewire.load(tiny_gpt), loss="cross_entropy", bucket_mb=bucket_mb)

@@ -45,6 +45,36 @@ public:
     return sum(data, n, MPI_DOUBLE);
   }
 
+  std::optional<std::string> startSum(float *data, size_t n) override {
+    if (size_ == 1 || n == 0)
+      return std::nullopt;
+    // The rank-order sum gathers every rank's values: at once.
+    if (deterministic)
+      return rankOrderSum(data, n, MPI_FLOAT);
+    return post(data, n, MPI_FLOAT);
+  }
+
+  void progress() override {
+    if (pending.empty())
+      return;
+    // Open MPI moves non-blocking collectives on only inside MPI calls.
+    int done = 0;
+    if (MPI_Testall(static_cast<int>(pending.size()), pending.data(), &done,
+                    MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+        done)
+      pending.clear();
+  }
+
+  std::optional<std::string> finishSums() override {
+    if (pending.empty())
+      return std::nullopt;
+    auto e = mpiError(MPI_Waitall(static_cast<int>(pending.size()), pending.data(),
+                                  MPI_STATUSES_IGNORE),
+                      "all-reduce");
+    pending.clear();
+    return e;
+  }
+
   std::optional<std::string> broadcast(void *data, size_t bytes, int root) override {
     auto *p = static_cast<char *>(data);
     for (size_t at = 0; at < bytes; at += INT_MAX) {
@@ -77,18 +107,25 @@ private:
       return std::nullopt;
     if (deterministic)
       return rankOrderSum(data, n, type);
-    std::vector<MPI_Request> requests;
+    if (auto e = post(data, n, type))
+      return e;
+    return finishSums();
+  }
+
+  /// Posts the sum of `data` in buckets of kBucket values.
+  template <typename T>
+  std::optional<std::string> post(T *data, size_t n, MPI_Datatype type) {
     for (size_t at = 0; at < n; at += kBucket) {
-      requests.emplace_back();
+      pending.emplace_back();
       int count = static_cast<int>(std::min(kBucket, n - at));
       if (auto e = mpiError(MPI_Iallreduce(MPI_IN_PLACE, data + at, count, type, MPI_SUM,
-                                           MPI_COMM_WORLD, &requests.back()),
-                            "all-reduce"))
+                                           MPI_COMM_WORLD, &pending.back()),
+                            "all-reduce")) {
+        pending.pop_back();
         return e;
+      }
     }
-    return mpiError(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                                MPI_STATUSES_IGNORE),
-                    "all-reduce");
+    return std::nullopt;
   }
 
   template <typename T>
@@ -113,6 +150,8 @@ private:
 
   int rank_, size_;
   bool deterministic;
+  /// Sums started and not yet waited for.
+  std::vector<MPI_Request> pending;
 };
 
 } // namespace

@@ -150,6 +150,15 @@ Options parse(int argc, char **argv) {
                if (t.gradAccum < 1)
                  die("--grad-accum must be at least 1", 1);
              })
+      .value("bucket-mb", "MB",
+             "under mpirun: sum gradients in buckets of MB MiB, each\n"
+             "started as soon as the backward has finished it\n"
+             "(default 4)",
+             [&](const std::string &v) {
+               t.bucketMb = flags.nonNegative(v, "bucket-mb");
+               if (!(t.bucketMb > 0) || t.bucketMb > 1e6)
+                 die("--bucket-mb must be a size in MiB above 0, got '" + v + "'", 1);
+             })
       .toggle("deterministic-reduce",
               "under mpirun: sum gradients in rank order (the same\n"
               "bits every run; moves N times the data)",

@@ -136,6 +136,9 @@ struct EntryPoint {
   std::string name;
   std::vector<TensorSpec> inputs, parameters, outputs;
   std::vector<InputCheck> inputChecks;
+  /// The outputs in the order the code finishes them, when it tells
+  /// (rewire-output-ready-calls); empty otherwise.
+  std::vector<int64_t> readyOrder;
 };
 
 /// Where a parameter's initial value comes from (recorded before lowering
@@ -192,8 +195,10 @@ mlir::LogicalResult applyResidualRewrite(mlir::ModuleOp module, llvm::StringRef 
 mlir::LogicalResult lowerToLinalg(mlir::ModuleOp module, const CompileOptions &options,
                                   ModuleInfo &info);
 
-/// Bufferization, BLAS calls, loops, LLVM dialect.
-mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, const CompileOptions &options);
+/// Bufferization, BLAS calls, loops, LLVM dialect. With `entries` (read by
+/// lowerToLinalg), records what this stage adds to them (ready_order).
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, const CompileOptions &options,
+                                       std::vector<EntryPoint> *entries = nullptr);
 
 /// Translates to LLVM IR, adds the entry wrappers and the metadata, and
 /// optimizes for the target CPU. Emits an error on `module` on failure.

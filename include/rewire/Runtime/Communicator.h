@@ -2,7 +2,8 @@
 //
 // What data-parallel training needs of a distributed engine: the rank and
 // the number of processes, a sum over all of them (the gradients, the
-// losses), a broadcast from one (the initial state) and an abort. The
+// losses; started without waiting, so the gradients finished first are
+// summed while the backward goes on), a broadcast from one (the initial state) and an abort. The
 // trainer (Trainer.h) uses it through this interface only, so the runtime
 // links no MPI; runtime/mpi/ implements it on MPI (MpiCommunicator.h).
 // Without one, training is one process.
@@ -26,6 +27,16 @@ public:
   /// rank. Errors are messages.
   virtual std::optional<std::string> allReduceSum(float *data, size_t n) = 0;
   virtual std::optional<std::string> allReduceSum(double *data, size_t n) = 0;
+  /// Starts allReduceSum(data, n) and returns; `data` is the sum once
+  /// finishSums returns, and not to be touched before. Every rank starts
+  /// the same sums in the same order. The default sums at once.
+  virtual std::optional<std::string> startSum(float *data, size_t n) {
+    return allReduceSum(data, n);
+  }
+  /// Lets the started sums move on (cheap; called while computing).
+  virtual void progress() {}
+  /// Waits for every started sum.
+  virtual std::optional<std::string> finishSums() { return std::nullopt; }
   /// `bytes` from rank `root` to every rank.
   virtual std::optional<std::string> broadcast(void *data, size_t bytes, int root) = 0;
   /// Ends every process of the run with `code` (a rank that failed while

@@ -51,6 +51,7 @@ public:
   /// As run, with caller-owned host buffers, dense row-major of the
   /// declared shapes (Model::runRaw's contract): every input is uploaded and
   /// every output downloaded on each call.
+  using Executable::runRaw; // with an OutputHook: the outputs come at the end
   std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
                                     void *const *outputs) const override;
 

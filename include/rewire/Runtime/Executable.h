@@ -33,6 +33,18 @@ struct TensorInfo {
 struct FunctionInfo {
   std::string name;
   std::vector<TensorInfo> inputs, parameters, outputs;
+  /// The outputs (indices) in the order the code finishes them, where it
+  /// tells the caller's OutputHook (a split train step's grad_step); empty
+  /// otherwise.
+  std::vector<size_t> readyOrder;
+};
+
+/// Called during a call, on the calling thread, with each output listed in
+/// FunctionInfo::readyOrder as soon as the code is done with it: it neither
+/// writes nor reads that buffer again in this call.
+struct OutputHook {
+  void (*ready)(void *context, int64_t output) = nullptr;
+  void *context = nullptr;
 };
 
 class Executable {
@@ -66,6 +78,14 @@ public:
   virtual std::optional<std::string> runRaw(const std::string &function,
                                             const void *const *inputs,
                                             void *const *outputs) const = 0;
+  /// runRaw, telling `hook` of the outputs in the function's readyOrder as
+  /// they become final (none where the order is empty).
+  virtual std::optional<std::string> runRaw(const std::string &function,
+                                            const void *const *inputs, void *const *outputs,
+                                            OutputHook hook) const {
+    (void)hook;
+    return runRaw(function, inputs, outputs);
+  }
 
   /// Keeps state where the code runs between calls of `function`: for each
   /// (output, input) pair the output becomes the input of the next call

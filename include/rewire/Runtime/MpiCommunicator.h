@@ -3,7 +3,10 @@
 // The Communicator (Communicator.h) of a run started by mpirun (Open MPI,
 // or any MPI the build found): one process per rank over MPI_COMM_WORLD.
 // Sums go in buckets of 4M values, all posted (MPI_Iallreduce) and then
-// waited on, so the network carries one bucket while the next is summed.
+// waited on, so the network carries one bucket while the next is summed;
+// startSum posts without waiting (the trainer's gradients as the backward
+// finishes them), progress tests the requests (Open MPI moves them on only
+// inside MPI calls), finishSums waits.
 // `deterministic` sums in rank order instead (MPI_Allgather, then rank 0's
 // values + rank 1's + ...): the same bits for every run at the same rank
 // count, whatever algorithm the MPI library picks; it moves N times the

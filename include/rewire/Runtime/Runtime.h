@@ -53,6 +53,8 @@ public:
   /// (checked by the caller; see run for the checked form). No allocation.
   std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
                                     void *const *outputs) const override;
+  std::optional<std::string> runRaw(const std::string &function, const void *const *inputs,
+                                    void *const *outputs, OutputHook hook) const override;
 
   struct Impl;
 

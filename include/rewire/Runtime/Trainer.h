@@ -90,6 +90,10 @@ struct TrainerOptions {
   /// and trains on its own share of each global batch.
   int64_t gradAccum = 1;
   Communicator *comm = nullptr;
+  /// Under `comm`: the gradients are summed in buckets of at least this
+  /// many MiB, each started as soon as the backward has finished it (and
+  /// the buckets before it). PyTorch DDP's bucket_cap_mb; default 4.
+  double bucketMb = 4.0;
   /// Batches come from the caller (step(inputs, targets): the Python
   /// Trainer) instead of data files; run() is then not used.
   bool callerBatches = false;
@@ -100,8 +104,12 @@ struct StepResult {
   int64_t step = 0; ///< 0-based
   double loss = 0, lr = 0;
   std::vector<double> depthLosses; ///< LPA: the loss at each depth
-  /// Wall time of the step, and of its sums across ranks (0 on one).
+  /// Wall time of the step, and of its sums across ranks after the
+  /// backward (0 on one).
   double seconds = 0, commSeconds = 0;
+  /// Gradient buckets summed across ranks, and those started while the
+  /// backward still ran.
+  size_t buckets = 0, bucketsEarly = 0;
 };
 
 class Trainer {

@@ -30,6 +30,15 @@ constexpr const char *kCallSymbol = "rewire_artifact_call";
 /// `const char *rewire_kernels_describe(void)`: what runs the artifact's
 /// GEMMs on this CPU ("oneDNN 2.6.3 sgemm, ISA avx512_core"; runtime/Kernels.c).
 constexpr const char *kKernelsSymbol = "rewire_kernels_describe";
+/// `void rewire_set_output_hook(void (*hook)(void *context, int64_t output),
+///                              void *context)`: for the calls that follow on
+/// this thread, generated code calls `hook(context, k)` as soon as output k
+/// of an entry point is final (rewire-output-ready-calls; the data-parallel
+/// trainer starts summing a gradient while the backward goes on). Null
+/// removes it. Absent from artifacts of older compilers.
+constexpr const char *kSetOutputHookSymbol = "rewire_set_output_hook";
+/// What the generated code calls: `void rewire_output_ready(int64_t output)`.
+constexpr const char *kOutputReadySymbol = "rewire_output_ready";
 /// The libraries artifacts link for GEMMs and parallel loops (`-ldnnl`,
 /// `-lomp`; lib/Compiler/Link.cpp), by soname: the runtime opens them with
 /// care where a host has another OpenMP runtime (runtime/Model.cpp).

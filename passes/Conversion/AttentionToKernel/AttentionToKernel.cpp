@@ -109,8 +109,10 @@ std::optional<ConcatDestination> concatDestination(ArrayRef<Value> targets) {
     d.concat = concat;
     d.reshapes.push_back(reshape);
   }
-  if (!d.concat || d.concat.getInputs().size() != targets.size() ||
-      (d.concat.getAxis() != 2 && d.concat.getAxis() != -1))
+  if (!d.concat || d.concat.getInputs().size() != targets.size())
+    return std::nullopt;
+  // I64Attr reads back as uint64_t: the signed axis.
+  if (int64_t axis = static_cast<int64_t>(d.concat.getAxis()); axis != 2 && axis != -1)
     return std::nullopt;
   for (Operation *reshape : d.reshapes) {
     int64_t offset = 0;

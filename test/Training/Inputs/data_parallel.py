@@ -35,6 +35,11 @@ TOL_UPDATE = 1e-5
 TOL_GRAD = 1e-5
 # AdamW losses over the first steps, fused vs split: relative.
 TOL_LOSS = 1e-4
+# Buckets of 10 KiB (2560 values) over the fixture's ~40K parameters: the
+# sums start as the backward hands out each gradient
+# (rewire-output-ready-calls), all but the last bucket before it returns.
+BUCKET_MB = 0.01
+MIN_BUCKETS = 8
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
 from check_weights import read_safetensors  # noqa: E402
@@ -100,12 +105,23 @@ def main():
             raise SystemExit("FAIL: %s: parameters differ (%s)" % (what, ", ".join(diff[:3])))
         print("ok   %s: %d losses and %d parameters, the same bits" % (what, len(la), len(pa)))
 
-    # Same global batch, same summation order.
-    out = train("mpi2", 2, ranks=2)
+    # Same global batch, same summation order. The 2-rank run sums in small
+    # buckets (--bucket-mb), each started while the backward still runs.
+    mpi2_jsonl = os.path.join(work, "mpi2.jsonl")
+    out = train("mpi2", 2, ranks=2, extra=["--bucket-mb", str(BUCKET_MB), "--jsonl", mpi2_jsonl])
     if "2 ranks, global batch 4" not in out:
         raise SystemExit("FAIL: no rank/global-batch line from mpirun:\n" + out)
     train("accum2", 2, extra=["--grad-accum", "2"])
     same_bits("mpi2", "accum2", "mpirun -np 2 --batch 2 == 1 process --grad-accum 2")
+    rows = [r for r in map(json.loads, open(mpi2_jsonl)) if "allreduce_buckets" in r]
+    buckets = {r["allreduce_buckets"] for r in rows}
+    early = min(r["allreduce_buckets_early"] for r in rows)
+    if len(rows) != STEPS or len(buckets) != 1 or min(buckets) < MIN_BUCKETS or early < min(buckets) - 1:
+        raise SystemExit("FAIL: overlap: %d rows, buckets %s, at least %d started during the backward"
+                         " (expected >= %d buckets, all but the last early)" %
+                         (len(rows), sorted(buckets), early, MIN_BUCKETS))
+    print("ok   --bucket-mb %g: %d buckets per step, at least %d started while the backward ran" %
+          (BUCKET_MB, min(buckets), early))
     train("mpi2det", 2, ranks=2, extra=["--deterministic-reduce"])
     same_bits("mpi2", "mpi2det", "--deterministic-reduce == MPI's sum at 2 ranks")
 
