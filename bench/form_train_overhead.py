@@ -5,7 +5,8 @@ against the plain model, in one run on one machine.
 Each form's train step is compiled once (its compile time reported apart),
 then the forms run in round-robin rounds of --steps steps each (so drift of
 a shared VM hits all alike); a form's figure is the median over rounds of
-its tokens/s as rewire-train reports it, and its overhead is
+its tokens/s over the steps after WARMUP_STEPS untimed ones (train_step.py's
+rewire_tokens_per_s), and its overhead is
 plain tokens/s / form tokens/s - 1 (the extra share of training time).
 
     python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
@@ -17,7 +18,6 @@ Needs torch (any version: train_step.py only exports the model with it) and the 
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -26,7 +26,7 @@ import time
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import add_model_args, cpu_model, export_gpt  # noqa: E402
+from train_step import add_model_args, cpu_model, export_gpt, rewire_tokens_per_s  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,9 +57,8 @@ def main():
     rates = {f: [] for f in forms}
     for _ in range(a.rounds):
         for form in forms:
-            r = subprocess.run(command(form) + ["--steps=%d" % a.steps, "--log-every=%d" % a.steps],
-                               check=True, env=env, capture_output=True, text=True)
-            rates[form].append(float(re.search(r"([0-9]+) tokens/s", r.stderr).group(1)))
+            rates[form].append(rewire_tokens_per_s(command(form), a.steps, a.batch * a.seq, env,
+                                                   work))
     median = {f: statistics.median(v) for f, v in rates.items()}
     print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps" % (
         time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps))

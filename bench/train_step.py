@@ -8,14 +8,14 @@ attention, untied head), the same token batches, in one run.
                                               [--out r.json]
 
 Prints tokens per second of each (the compile time of the train step is
-reported apart: rewire-train compiles once and caches).
+reported apart: rewire-train compiles once and caches), each timed after
+WARMUP_STEPS untimed steps in its own process.
 """
 import argparse
 import inspect
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -105,6 +105,27 @@ def export_gpt(a, work):
     return model, onnx_path, tokens, data
 
 
+# Steps each trainer runs in its process before the timed ones: torch.compile
+# compiles in its first two (eager warms up in one); Rewire's first steps in
+# a fresh rewire-train process JIT oneDNN's kernels for each GEMM shape and
+# fault in the temporaries (201 and 119 ms against ~88 ms after, on a Zen 3).
+WARMUP_STEPS = 2
+
+
+def rewire_tokens_per_s(cmd, steps, tokens_per_step, env, work):
+    """rewire-train's steps per second after WARMUP_STEPS untimed ones in the
+    same process, as the PyTorch trainers are timed: the sum of the timed
+    steps' step_ms from its JSONL."""
+    jsonl = os.path.join(work, "timing.jsonl")
+    subprocess.run(cmd + ["--steps=%d" % (steps + WARMUP_STEPS), "--log-every=0",
+                          "--jsonl=" + jsonl], check=True, env=env, capture_output=True)
+    rows = [json.loads(line) for line in open(jsonl)]
+    timed = [r["step_ms"] for r in rows if "step_ms" in r][WARMUP_STEPS:]
+    if len(timed) != steps:
+        raise SystemExit("rewire-train wrote %d timed steps, expected %d" % (len(timed), steps))
+    return tokens_per_step * steps / (sum(timed) / 1e3)
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_model_args(ap, steps=30)
@@ -124,9 +145,7 @@ def main():
     subprocess.run(cmd + ["--steps=1", "--log-every=0"], check=True, env=env)
     compile_s = time.perf_counter() - t0
     def rewire_run():
-        r = subprocess.run(cmd + ["--steps=%d" % a.steps, "--log-every=%d" % a.steps], check=True,
-                           env=env, capture_output=True, text=True)
-        return float(re.search(r"([0-9]+) tokens/s", r.stderr).group(1))
+        return rewire_tokens_per_s(cmd, a.steps, a.batch * a.seq, env, work)
 
     toks = torch.from_numpy(tokens.astype(np.int64))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -147,7 +166,8 @@ def main():
             step(k, net)
         return a.batch * a.seq * a.steps / (time.perf_counter() - t0)
 
-    step(0, model)
+    for k in range(WARMUP_STEPS):
+        step(k, model)
     # torch.compile (PyTorch 2.x): forward and backward through Inductor;
     # the first steps compile (timed apart).
     compiled = compiled_s = None
