@@ -243,6 +243,31 @@ struct Trainer::Impl::SumState {
   }
 };
 
+TrainStatus Trainer::Impl::setupDeviceSums() {
+  if (!split || ranks == 1)
+    return std::nullopt;
+  sums = "on the host (" + std::string(comm->rankOrder() ? "rank order" : "MPI") + ")";
+  if (!model->isCuda() || comm->rankOrder() || accum > 1) {
+    if (model->isCuda())
+      sums += ": NCCL takes --grad-accum 1 without --deterministic-reduce";
+    return std::nullopt;
+  }
+  std::vector<size_t> grads;
+  for (size_t i = 0; i < gradOuts.size(); ++i)
+    if (gradOuts[i].first == GradOut::grad)
+      grads.push_back(i);
+  bool fatal = false;
+  if (auto why = model->sumOutputsOverRanks(kGradFunction, grads, *comm, fatal)) {
+    if (fatal)
+      return trainError(TrainFailure::io, *why);
+    sums += ": " + *why;
+    return std::nullopt;
+  }
+  deviceSums = true;
+  sums = "on the GPUs (" + model->deviceSums() + ")";
+  return std::nullopt;
+}
+
 TrainStatus Trainer::Impl::splitStep(int64_t step) {
   std::vector<int64_t> rows = order.batchRows(step, globalBatch(), examples);
   size_t depths = depthOut.size();
@@ -256,7 +281,7 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
   std::vector<void *> op(gradFn->outputs.size());
   // The last micro-batch's gradients are summed over the ranks as grad_step
   // finishes them (its output hook), the rest after it returns.
-  std::optional<SumState> sums;
+  std::optional<SumState> host;
   for (int64_t k = 0; k < accum; ++k) {
     auto from = rows.begin() + (static_cast<int64_t>(rank) * accum + k) * batch;
     std::vector<int64_t> mine(from, from + batch);
@@ -278,10 +303,10 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
                                        : bufferOut[at].data.data();
     }
     bool last = k + 1 == accum;
-    if (last && ranks > 1) {
-      sums.emplace(*this, k > 0);
+    if (last && ranks > 1 && !deviceSums) {
+      host.emplace(*this, k > 0);
       auto err = model->runRaw(kGradFunction, ip.data(), op.data(),
-                               OutputHook{&SumState::hook, &*sums});
+                               OutputHook{&SumState::hook, &*host});
       // The other ranks wait in sums this one may never start: the caller
       // ends the run (rewire-train aborts every rank with the error).
       if (err)
@@ -289,7 +314,7 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
     } else if (auto err = model->runRaw(kGradFunction, ip.data(), op.data())) {
       return callError(*err);
     }
-    if (k > 0 && !sums)
+    if (k > 0 && !host)
       for (size_t i = 0; i < gradSum.size(); ++i)
         gradSum[i] += gradMicro[i];
     for (size_t d = 0; d <= depths; ++d)
@@ -304,13 +329,16 @@ TrainStatus Trainer::Impl::splitStep(int64_t step) {
     // Started during grad_step: the buckets before the first gradient it
     // did not hand out; the rest now.
     auto t0 = std::chrono::steady_clock::now();
-    earlyBuckets = sums->early;
-    for (size_t s = 0; s < sums->ready.size(); ++s)
-      sums->markReady(s);
-    if (sums->error)
-      return trainError(TrainFailure::io, *sums->error);
-    if (auto err = comm->finishSums())
-      return trainError(TrainFailure::io, *err);
+    // Summed on the GPUs already (setupDeviceSums) where `host` is empty.
+    if (host) {
+      earlyBuckets = host->early;
+      for (size_t s = 0; s < host->ready.size(); ++s)
+        host->markReady(s);
+      if (host->error)
+        return trainError(TrainFailure::io, *host->error);
+      if (auto err = comm->finishSums())
+        return trainError(TrainFailure::io, *err);
+    }
     if (auto err = comm->allReduceSum(losses.data(), losses.size()))
       return trainError(TrainFailure::io, *err);
     for (size_t j : bufferIn)

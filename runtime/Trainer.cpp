@@ -503,6 +503,8 @@ std::unique_ptr<Trainer> Trainer::create(const Executable &model, const std::str
     status = t.resume();
   if (!status)
     status = t.broadcastState();
+  if (!status)
+    status = t.setupDeviceSums();
   if (!status) {
     t.lastCheckpoint = options.resume ? t.start : -1;
     t.lastCheckpointDir = options.checkpoint;
@@ -534,6 +536,7 @@ std::unique_ptr<Trainer> Trainer::create(const Executable &model, const std::str
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 
+std::string Trainer::gradientSums() const { return impl->sums; }
 int64_t Trainer::firstStep() const { return impl->start; }
 int64_t Trainer::endStep() const { return impl->end; }
 int64_t Trainer::batchSize() const { return impl->globalBatch(); }

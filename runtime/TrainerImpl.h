@@ -139,6 +139,11 @@ struct Trainer::Impl {
   TrainStatus bindSplit();
   /// Rank 0's parameters, state and start step to every rank.
   TrainStatus broadcastState();
+  /// On a GPU, several ranks, one micro-batch: grad_step's gradients summed
+  /// on the devices (NCCL) instead of on the host; `sums` says which.
+  TrainStatus setupDeviceSums();
+  bool deviceSums = false;
+  std::string sums; ///< how gradients are summed over ranks (Trainer::gradientSums)
   /// One update from grad_step over the micro-batches and ranks, then
   /// apply_step; the mean loss (and per-depth losses) into `out`.
   TrainStatus splitStep(int64_t step);

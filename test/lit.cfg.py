@@ -42,6 +42,9 @@ config.environment["REWIRE_CACHE_DIR"] = os.path.join(config.rewire_obj_root, "t
 # artifacts without a GPU; docs/cuda.md): `%cuda_emu rewire-run ...` with
 # REWIRE_CUDA_EMULATOR_KERNELS naming the artifact's --emulator-kernels.
 cuda_emu = os.path.join(config.rewire_obj_root, "lib", "librewire_cuda_emu.so")
+# The emulator library itself (its NCCL: REWIRE_LIBNCCL=%cuda_emu_lib);
+# before %cuda_emu, which is its prefix.
+config.substitutions.append(("%cuda_emu_lib", cuda_emu))
 config.substitutions.append(
     ("%cuda_emu", "env REWIRE_LIBCUDA=%s REWIRE_LIBCUBLAS=%s" % (cuda_emu, cuda_emu)))
 

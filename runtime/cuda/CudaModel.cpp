@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "rewire/Runtime/CudaRuntime.h"
+#include "rewire/Runtime/Communicator.h"
 
 #include "Artifact.h"
 #include "Driver.h"
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 
 namespace rewire::runtime {
 
@@ -57,6 +59,15 @@ std::optional<std::string> describeCudaArtifact(const std::string &path, std::st
 }
 
 namespace {
+
+/// This process's rank among the ranks of its node, where a launcher says
+/// (Open MPI, MPICH/Hydra, Slurm).
+std::optional<int> localRank() {
+  for (const char *v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *s = std::getenv(v); s && *s >= '0' && *s <= '9')
+      return std::atoi(s);
+  return std::nullopt;
+}
 
 std::string dirOf(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -113,6 +124,12 @@ struct CudaModel::Impl {
   bool graphs = true;
   DevicePool pool;
   std::vector<Prepared> prepared;
+  /// sumOutputsOverRanks: NCCL's communicator, and per function the
+  /// outputs it sums.
+  const NcclApi *ncclApi = nullptr;
+  ncclComm_t ncclComm = nullptr;
+  std::string ncclText;
+  std::vector<std::vector<size_t>> summed;
 
   std::optional<std::string> check(CUresult r, const std::string &what) const {
     if (r == 0)
@@ -141,6 +158,8 @@ struct CudaModel::Impl {
     for (Prepared &p : prepared)
       if (p.graph)
         api->cuGraphExecDestroy(p.graph);
+    if (ncclComm)
+      ncclApi->ncclCommDestroy(ncclComm);
     if (handle && blas)
       blas->cublasDestroy(handle);
     pool.release(); // before the context goes
@@ -173,6 +192,7 @@ std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std:
     impl->infos.push_back(f.info);
   impl->graphs = !(std::getenv("REWIRE_CUDA_GRAPHS") &&
                    std::string(std::getenv("REWIRE_CUDA_GRAPHS")) == "0");
+  impl->summed.resize(impl->infos.size());
 
   impl->api = driver(error);
   if (!impl->api)
@@ -180,12 +200,14 @@ std::unique_ptr<CudaModel> CudaModel::load(const std::string &artifactPath, std:
   const DriverApi &api = *impl->api;
   impl->pool.api = impl->api;
   int ordinal = 0, count = 0;
-  if (const char *d = std::getenv("REWIRE_CUDA_DEVICE"))
-    ordinal = std::atoi(d);
   if (auto err = impl->check(api.cuDeviceGetCount(&count), "cannot count the GPUs")) {
     error = *err;
     return nullptr;
   }
+  if (const char *d = std::getenv("REWIRE_CUDA_DEVICE"))
+    ordinal = std::atoi(d);
+  else if (std::optional<int> local = localRank(); local && count > 0)
+    ordinal = *local % count; // one GPU per rank of a node (NCCL needs it)
   if (count == 0 || ordinal < 0 || ordinal >= count) {
     error = "no CUDA device " + std::to_string(ordinal) + " (the driver sees " +
             std::to_string(count) + ")";
@@ -446,6 +468,25 @@ std::optional<std::string> CudaModel::runRaw(const std::string &function,
     if (auto err = impl->enqueue(index))
       return err;
   }
+  // Outputs summed over the ranks (sumOutputsOverRanks), in place.
+  if (!impl->summed[index].empty()) {
+    const NcclApi &nccl = *impl->ncclApi;
+    int r = nccl.ncclGroupStart();
+    for (size_t o : impl->summed[index]) {
+      if (r != kNcclSuccess)
+        break;
+      auto [buffer, offset] = f.results[o];
+      auto *data = reinterpret_cast<void *>(p.base[buffer] + offset);
+      r = nccl.ncclAllReduce(data, data, static_cast<size_t>(info.outputs[o].byteSize() / 4),
+                             kNcclFloat32, kNcclSum, impl->ncclComm, impl->stream);
+    }
+    int end = nccl.ncclGroupEnd();
+    if (r == kNcclSuccess)
+      r = end;
+    if (r != kNcclSuccess)
+      return "NCCL all-reduce of '" + function + "''s outputs failed: " +
+             nccl.ncclGetErrorString(r);
+  }
   // Kept state: each such output becomes its input for the next call.
   for (size_t i = 0; i < info.inputs.size(); ++i) {
     int o = p.keptFrom[i];
@@ -509,6 +550,70 @@ std::optional<std::string> CudaModel::keepOnDevice(
     p.keptOutput[out] = true;
   }
   p.keptLoaded = false; // the next call uploads them once
+  return std::nullopt;
+}
+
+std::string CudaModel::deviceSums() const { return impl->ncclText; }
+
+std::optional<std::string> CudaModel::sumOutputsOverRanks(const std::string &function,
+                                                         const std::vector<size_t> &outputs,
+                                                         Communicator &comm, bool &fatal) const {
+  fatal = false;
+  size_t index = 0;
+  if (auto err = impl->find(function, index))
+    return err;
+  const FunctionInfo &info = impl->infos[index];
+  for (size_t o : outputs)
+    if (o >= info.outputs.size() || info.outputs[o].dtype != DType::F32)
+      return "'" + function + "': output " + std::to_string(o) + " is not an f32 output";
+  if (impl->ncclComm) {
+    impl->summed[index] = outputs;
+    return std::nullopt;
+  }
+  // Every rank must have NCCL before any starts to set it up: otherwise
+  // all sum on the host.
+  std::string why;
+  const NcclApi *nccl = std::getenv("REWIRE_NCCL") && std::string(std::getenv("REWIRE_NCCL")) == "0"
+                            ? (why = "REWIRE_NCCL=0", nullptr)
+                            : cuda::nccl(why);
+  double have = nccl ? 1.0 : 0.0;
+  if (auto err = comm.allReduceSum(&have, 1))
+    return err;
+  if (have < comm.size())
+    return nccl ? "NCCL is missing on " + std::to_string(comm.size() - static_cast<int>(have)) +
+                      " of " + std::to_string(comm.size()) + " ranks"
+                : why;
+  // Rank 0's id to every rank (with whether it has one).
+  struct {
+    int ok;
+    NcclUniqueId id;
+  } root{};
+  int r = kNcclSuccess;
+  if (comm.rank() == 0) {
+    r = nccl->ncclGetUniqueId(&root.id);
+    root.ok = r == kNcclSuccess;
+  }
+  if (auto err = comm.broadcast(&root, sizeof root, 0))
+    return err;
+  if (!root.ok)
+    return std::string("NCCL could not make a communicator id on rank 0") +
+           (comm.rank() == 0 ? std::string(": ") + nccl->ncclGetErrorString(r) : "");
+  impl->api->cuCtxSetCurrent(impl->context);
+  r = nccl->ncclCommInitRank(&impl->ncclComm, comm.size(), root.id, comm.rank());
+  if (r != kNcclSuccess) {
+    impl->ncclComm = nullptr;
+    fatal = true;
+    return std::string("NCCL did not set up the communicator on ") + impl->deviceText + ": " +
+           nccl->ncclGetErrorString(r) +
+           " (one GPU per rank: CUDA_VISIBLE_DEVICES, or REWIRE_NCCL=0 to sum on the host)";
+  }
+  impl->ncclApi = nccl;
+  int version = 0;
+  nccl->ncclGetVersion(&version);
+  // 2.28.3 is 22803 (NCCL_VERSION: major * 10000 + minor * 100 + patch).
+  impl->ncclText = "NCCL " + std::to_string(version / 10000) + "." +
+                   std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
+  impl->summed[index] = outputs;
   return std::nullopt;
 }
 

@@ -1,4 +1,4 @@
-//===- Driver.cpp - dlopen the CUDA driver and cuBLAS ---------------------===//
+//===- Driver.cpp - dlopen the CUDA driver, cuBLAS and NCCL ---------------===//
 #include "Driver.h"
 
 #include <cstdlib>
@@ -47,7 +47,7 @@ bool resolve(void *handle, const Symbol *symbols, size_t count, const std::strin
     *symbols[i].slot = ::dlsym(handle, symbols[i].name);
     if (!*symbols[i].slot) {
       error = library + " lacks '" + symbols[i].name +
-              "': the driver is older than this runtime needs (CUDA 12 or newer)";
+              "': it is older than this runtime needs (CUDA 12 or newer)";
       return false;
     }
   }
@@ -158,6 +158,41 @@ const CublasApi *cublas(std::string &error) {
         {"cublasSgemmStridedBatched", (void **)&a.cublasSgemmStridedBatched},
     };
     if (!resolve(h, symbols, sizeof(symbols) / sizeof(symbols[0]), "cuBLAS", loadError))
+      return;
+    api = a;
+  });
+  if (!loadError.empty()) {
+    error = loadError;
+    return nullptr;
+  }
+  return &api;
+}
+
+const NcclApi *nccl(std::string &error) {
+  static NcclApi api;
+  static std::string loadError;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string why, library;
+    void *h = openLibrary("REWIRE_LIBNCCL", {"libnccl.so.2"}, why, library);
+    if (!h) {
+      loadError = "no NCCL: " + why +
+                  ". Install NCCL (the CUDA toolkit's, libnccl2, or the nvidia-nccl wheel), put "
+                  "its folder on LD_LIBRARY_PATH or set REWIRE_LIBNCCL to the library";
+      return;
+    }
+    NcclApi a{};
+    const Symbol symbols[] = {
+        {"ncclGetVersion", (void **)&a.ncclGetVersion},
+        {"ncclGetUniqueId", (void **)&a.ncclGetUniqueId},
+        {"ncclCommInitRank", (void **)&a.ncclCommInitRank},
+        {"ncclCommDestroy", (void **)&a.ncclCommDestroy},
+        {"ncclAllReduce", (void **)&a.ncclAllReduce},
+        {"ncclGroupStart", (void **)&a.ncclGroupStart},
+        {"ncclGroupEnd", (void **)&a.ncclGroupEnd},
+        {"ncclGetErrorString", (void **)&a.ncclGetErrorString},
+    };
+    if (!resolve(h, symbols, sizeof(symbols) / sizeof(symbols[0]), "NCCL", loadError))
       return;
     api = a;
   });

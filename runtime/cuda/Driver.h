@@ -4,8 +4,10 @@
 // libcuda.so.1 (or $REWIRE_LIBCUDA) and resolves the driver API entry
 // points it uses into a table, so a machine without a driver gets one
 // clear error instead of a loader failure. cuBLAS is found the same way
-// (libcublas.so.13/.12, or $REWIRE_LIBCUBLAS). The declarations are the
-// driver API's own (cuda.h), restated for the handful of calls used.
+// (libcublas.so.13/.12, or $REWIRE_LIBCUBLAS), and NCCL for data-parallel
+// training (libnccl.so.2, or $REWIRE_LIBNCCL). The declarations are the
+// libraries' own (cuda.h, cublas_api.h, nccl.h), restated for the handful of
+// calls used.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REWIRE_RUNTIME_CUDA_DRIVER_H
@@ -97,6 +99,26 @@ struct CublasApi {
                                    long long, const float *, float *, int, long long, int);
 };
 
+/// NCCL's types and values (nccl.h); its enums are ints in the C ABI.
+struct ncclComm;
+using ncclComm_t = ncclComm *;
+struct NcclUniqueId {
+  char internal[128];
+};
+constexpr int kNcclSuccess = 0, kNcclSum = 0, kNcclFloat32 = 7;
+
+/// The NCCL entry points Rewire uses.
+struct NcclApi {
+  int (*ncclGetVersion)(int *);
+  int (*ncclGetUniqueId)(NcclUniqueId *);
+  int (*ncclCommInitRank)(ncclComm_t *, int, NcclUniqueId, int);
+  int (*ncclCommDestroy)(ncclComm_t);
+  int (*ncclAllReduce)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
+  int (*ncclGroupStart)();
+  int (*ncclGroupEnd)();
+  const char *(*ncclGetErrorString)(int);
+};
+
 /// The driver, loaded and initialized once per process; null with `error`
 /// set when there is none (no libcuda.so.1, a symbol missing, cuInit
 /// failing: the message says which and what to do).
@@ -104,6 +126,8 @@ const DriverApi *driver(std::string &error);
 
 /// cuBLAS, loaded once per process; null with `error` set when absent.
 const CublasApi *cublas(std::string &error);
+/// NCCL, loaded once per process; null with `error` set when absent.
+const NcclApi *nccl(std::string &error);
 
 /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a driver result.
 std::string describe(const DriverApi &api, CUresult result);

@@ -90,6 +90,8 @@ public:
     std::_Exit(code);
   }
 
+  bool rankOrder() const override { return deterministic; }
+
   std::string describe() const override {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;

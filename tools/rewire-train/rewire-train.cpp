@@ -119,7 +119,8 @@ int main(int argc, char **argv) {
     std::cerr << "rewire-train: resumed from step " << start << "\n";
   if (ranks > 1 && root)
     std::cerr << "rewire-train: " << comm->describe() << ", global batch "
-              << trainer->batchSize() << "\n";
+              << trainer->batchSize() << "; gradients summed " << trainer->gradientSums()
+              << "\n";
 
   auto t0 = std::chrono::steady_clock::now();
   auto progress = [&](const StepResult &r) {

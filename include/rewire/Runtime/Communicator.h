@@ -42,6 +42,8 @@ public:
   /// Ends every process of the run with `code` (a rank that failed while
   /// the others wait in a collective).
   [[noreturn]] virtual void abort(int code) = 0;
+  /// Whether sums go in rank order (the same bits every run).
+  virtual bool rankOrder() const { return false; }
   /// "Open MPI v4.1.4, 2 ranks, deterministic reduction", for logs.
   virtual std::string describe() const = 0;
 };

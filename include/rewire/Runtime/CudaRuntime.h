@@ -68,6 +68,12 @@ public:
   /// declared order; the other entries are not touched and may be null).
   std::optional<std::string> pull(const std::string &function,
                                   void *const *inputs) const override;
+  /// With NCCL: each call enqueues one all-reduce per output, in place on
+  /// the GPU, after the function's kernels and before the downloads.
+  std::optional<std::string> sumOutputsOverRanks(const std::string &function,
+                                                 const std::vector<size_t> &outputs,
+                                                 Communicator &comm, bool &fatal) const override;
+  std::string deviceSums() const override;
 
   /// Runs `function` `iterations` times on the inputs of the last run
   /// (device-resident), timed with CUDA events: milliseconds per run.

@@ -21,6 +21,8 @@
 
 namespace rewire::runtime {
 
+class Communicator;
+
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
@@ -98,6 +100,23 @@ public:
     (void)function, (void)pairs;
     return std::nullopt;
   }
+  /// From now on, outputs `outputs` (f32) of `function` are summed over the
+  /// ranks of `comm` where the code runs, before they come back: every
+  /// call returns each rank's sum. Collective: every rank calls it with the
+  /// same arguments. A GPU artifact sums with NCCL, one GPU per rank. When
+  /// it cannot (no NCCL on some rank, or a CPU artifact, whose outputs the
+  /// caller sums itself) it returns why and nothing changes, on every rank
+  /// alike; `fatal` is then false. A failure after the ranks began to set
+  /// up together sets `fatal`: the ranks may be stuck, end them all.
+  virtual std::optional<std::string> sumOutputsOverRanks(const std::string &function,
+                                                        const std::vector<size_t> &outputs,
+                                                        Communicator &comm, bool &fatal) const {
+    (void)function, (void)outputs, (void)comm;
+    fatal = false;
+    return std::string("the outputs of a CPU artifact are summed on the host");
+  }
+  /// What sums outputs over ranks (sumOutputsOverRanks), e.g. "NCCL 2.28.3".
+  virtual std::string deviceSums() const { return ""; }
   /// Brings the inputs kept by keepOnDevice into `inputs` (host buffers in
   /// declared order; the other entries are not touched and may be null).
   virtual std::optional<std::string> pull(const std::string &function,

@@ -114,6 +114,9 @@ struct StepResult {
 
 class Trainer {
 public:
+  /// How gradients are summed over the ranks: "on the GPUs (NCCL 2.28.3)",
+  /// "on the host (MPI)" with why not on the GPUs; empty on one process.
+  std::string gradientSums() const;
   /// Binds `model`'s train_step (from `artifact`, whose folder holds its
   /// parameter file), reads the data and the initial state, and resumes
   /// from the checkpoint when asked. Null with `error` set on failure.
