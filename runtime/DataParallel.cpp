@@ -35,10 +35,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace rewire::runtime {
 
