@@ -144,6 +144,13 @@ int runWith(const Executable *model, Options &o) {
       for (const TensorInfo &t : f.outputs)
         std::cout << "  output " << printable(t.name) << ": " << t.typeString() << "\n";
       std::cout << "  parameters: " << f.parameters.size() << "\n";
+      if (!f.readyOrder.empty()) {
+        // rewire-output-ready-calls: outputs handed out as they are final.
+        std::cout << "  outputs final early, in order:";
+        for (size_t k : f.readyOrder)
+          std::cout << " " << k;
+        std::cout << "\n";
+      }
     }
     std::cout << "kernels: " << printable(model->kernels()) << "\n";
     return 0;
