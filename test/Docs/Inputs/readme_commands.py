@@ -124,6 +124,12 @@ def needs(args, env):
         print("     (no GPU: on the CUDA emulator)")
         if "--profile=20" in args:
             args.remove("--profile=20")  # the emulator has no CUDA events
+    if args[0] == "mpirun" and "--device=cuda" in args:
+        ranks = int(args[args.index("-np") + 1])
+        gpus = len([d for d in os.listdir("/dev") if re.fullmatch(r"nvidia[0-9]+", d)])
+        if gpus < ranks:
+            return ("needs %d GPUs, one per rank (this machine has %d; "
+                    "test/GPU/emulator-data-parallel.test runs it on the CUDA emulator)" % (ranks, gpus))
     if "--onnx-wheel" in joined:
         return "downloads the onnx wheel from PyPI to generate its node tests (a separate command)"
     if "fixture-venv.sh" in joined or "make-model-fixtures.py" in joined:
