@@ -70,6 +70,12 @@ class Stack(nn.Module):
         return self.ln_f(x)
 
 
+# Idle time before each timed call (seconds; REWIRE_BENCH_GAP_S): the thread
+# pools of the runtime timed before (libgomp's, ONNX Runtime's) spin for a
+# while after a call and would take cores from the next one.
+GAP_S = float(os.environ.get("REWIRE_BENCH_GAP_S", "0.2"))
+
+
 def round_robin(fns, rounds):
     """Times every callable once per round, in turn, for `rounds` rounds after
     two warm-up rounds, so slow drift of a shared machine hits all alike.
@@ -80,6 +86,7 @@ def round_robin(fns, rounds):
     ms = {k: [] for k in fns}
     for _ in range(rounds):
         for k, fn in fns.items():
+            time.sleep(GAP_S)
             t0 = time.perf_counter()
             fn()
             ms[k].append((time.perf_counter() - t0) * 1e3)
