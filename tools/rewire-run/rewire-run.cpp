@@ -162,19 +162,36 @@ int runWith(const Executable *model, Options &o) {
       names += (names.empty() ? "" : ", ") + f.name;
     die("the model has no function '" + o.function + "' (it has: " + names + ")", 1);
   }
+  std::string expected;
+  for (const TensorInfo &t : fn->inputs)
+    expected += " --input=" + t.typeString() + "=...";
   std::vector<HostTensor> inputs = std::move(o.parsedInputs);
   for (size_t i = inputs.size(); i < o.inputs.size(); ++i) {
     HostTensor t;
-    if (auto err = parseTensorSpec(o.inputs[i], t))
+    // No more elements than the function takes: a typo'd shape
+    // (777777x772x6xf32=1, 14 GB) is refused before it is materialized.
+    int64_t limit = kMaxInputElements;
+    if (i < fn->inputs.size()) {
+      limit = 1;
+      for (int64_t d : fn->inputs[i].shape)
+        limit = d <= 0 ? 0 : limit <= kMaxInputElements / d ? limit * d : kMaxInputElements;
+    }
+    if (auto err = parseTensorSpec(o.inputs[i], t, limit)) {
+      // More elements than the function takes: the shape is wrong (the
+      // parser's other errors say what else is).
+      std::string type = o.inputs[i].substr(0, o.inputs[i].find('='));
+      if (i < fn->inputs.size() && err->find("' is too large (at most ") != std::string::npos &&
+          !type.empty() && type[0] != '@')
+        die("input " + std::to_string(i) + " ('" + printable(fn->inputs[i].name) + "') of '" +
+                printable(o.function) + "' must be " + fn->inputs[i].typeString() + ", got " +
+                printable(type) + " (expected:" + expected + ")",
+            2);
       die("--input " + std::to_string(i) + ": " + *err, 2);
+    }
     inputs.push_back(std::move(t));
   }
-  if (auto err = checkInputs(*fn, inputs)) {
-    std::string expected;
-    for (const TensorInfo &t : fn->inputs)
-      expected += " --input=" + t.typeString() + "=...";
+  if (auto err = checkInputs(*fn, inputs))
     die(*err + " (expected:" + expected + ")", 2);
-  }
   std::vector<HostTensor> outputs;
   if (auto err = model->run(o.function, inputs, outputs))
     die(*err, rewire::runtime::isOutOfMemoryError(*err) ? 4 : 2);

@@ -141,8 +141,13 @@ def main():
     expect("100 nested regions still parse", ["rewire-opt", ok_deep], 0, "module {")
 
     # Sizes under the parser's limits but over memory, and over the limits.
-    expect("--input of 12e9 elements", ["rewire-run", art, "--input=4000000000x3xf32=1"], 2,
+    # (On an ONNX model the input's shape is the user's to choose: the parser's
+    # limit; on an artifact, more elements than it takes are refused first.)
+    expect("--input of 12e9 elements", ["rewire-run", lin, "--input=4000000000x3xf32=1"], 2,
            "is too large")
+    expect("a wrong shape 14 GB large, refused before it is made",
+           ["rewire-run", art, "--input=777777x772x6xf32=1"], 2,
+           "must be 4x3xf32, got 777777x772x6xf32", memory=600 << 20)
     hdr = b"{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000, 3000000000), }"
     with open(os.path.join(w, "huge.npy"), "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr)
@@ -163,7 +168,7 @@ def main():
            4, "out of memory: a temporary buffer of 1600320080 bytes", memory=600 << 20)
     expect("the same model with memory to spare", ["rewire-run", big_rwx,
                                                    "--input=1x1x2x2xf32=1"], 0, "f32=4")
-    expect("an --input over the memory limit", ["rewire-run", art, "--input=1000000000x3xf32=1"],
+    expect("an --input over the memory limit", ["rewire-run", lin, "--input=1000000000x3xf32=1"],
            4, "out of memory", memory=2 << 30)
 
     # The compile cache loads native code only from folders private to the user.
