@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
+#include <vector>
 
 namespace rewire::runtime::cuda {
 
@@ -135,29 +136,28 @@ const DriverApi *driver(std::string &error) {
   return &api;
 }
 
-const CublasApi *cublas(std::string &error) {
-  static CublasApi api;
+namespace {
+
+/// `Api` from `$envVar`, else the first of `names` that loads, with the
+/// entry points `symbolsOf` lists, once per process (per `Api`); null with
+/// `error` set ("no LABEL: what was tried. INSTALL") when it cannot.
+template <typename Api>
+const Api *loadOnce(const char *envVar, std::initializer_list<const char *> names,
+                    const char *label, const char *install,
+                    std::vector<Symbol> (*symbolsOf)(Api &), std::string &error) {
+  static Api api;
   static std::string loadError;
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [&] {
     std::string why, library;
-    void *h = openLibrary("REWIRE_LIBCUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
-                          why, library);
+    void *h = openLibrary(envVar, names, why, library);
     if (!h) {
-      loadError = "no cuBLAS: " + why +
-                  ". Install cuBLAS (the CUDA toolkit or the nvidia-cublas wheel), put its "
-                  "folder on LD_LIBRARY_PATH or set REWIRE_LIBCUBLAS to the library";
+      loadError = std::string("no ") + label + ": " + why + ". " + install;
       return;
     }
-    CublasApi a{};
-    const Symbol symbols[] = {
-        {"cublasCreate_v2", (void **)&a.cublasCreate},
-        {"cublasDestroy_v2", (void **)&a.cublasDestroy},
-        {"cublasSetStream_v2", (void **)&a.cublasSetStream},
-        {"cublasSetWorkspace_v2", (void **)&a.cublasSetWorkspace},
-        {"cublasSgemmStridedBatched", (void **)&a.cublasSgemmStridedBatched},
-    };
-    if (!resolve(h, symbols, sizeof(symbols) / sizeof(symbols[0]), "cuBLAS", loadError))
+    Api a{};
+    std::vector<Symbol> symbols = symbolsOf(a);
+    if (!resolve(h, symbols.data(), symbols.size(), label, loadError))
       return;
     api = a;
   });
@@ -168,39 +168,43 @@ const CublasApi *cublas(std::string &error) {
   return &api;
 }
 
+} // namespace
+
+const CublasApi *cublas(std::string &error) {
+  return loadOnce<CublasApi>(
+      "REWIRE_LIBCUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cuBLAS",
+      "Install cuBLAS (the CUDA toolkit or the nvidia-cublas wheel), put its folder on "
+      "LD_LIBRARY_PATH or set REWIRE_LIBCUBLAS to the library",
+      +[](CublasApi &a) {
+        return std::vector<Symbol>{
+            {"cublasCreate_v2", (void **)&a.cublasCreate},
+            {"cublasDestroy_v2", (void **)&a.cublasDestroy},
+            {"cublasSetStream_v2", (void **)&a.cublasSetStream},
+            {"cublasSetWorkspace_v2", (void **)&a.cublasSetWorkspace},
+            {"cublasSgemmStridedBatched", (void **)&a.cublasSgemmStridedBatched},
+        };
+      },
+      error);
+}
+
 const NcclApi *nccl(std::string &error) {
-  static NcclApi api;
-  static std::string loadError;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::string why, library;
-    void *h = openLibrary("REWIRE_LIBNCCL", {"libnccl.so.2"}, why, library);
-    if (!h) {
-      loadError = "no NCCL: " + why +
-                  ". Install NCCL (the CUDA toolkit's, libnccl2, or the nvidia-nccl wheel), put "
-                  "its folder on LD_LIBRARY_PATH or set REWIRE_LIBNCCL to the library";
-      return;
-    }
-    NcclApi a{};
-    const Symbol symbols[] = {
-        {"ncclGetVersion", (void **)&a.ncclGetVersion},
-        {"ncclGetUniqueId", (void **)&a.ncclGetUniqueId},
-        {"ncclCommInitRank", (void **)&a.ncclCommInitRank},
-        {"ncclCommDestroy", (void **)&a.ncclCommDestroy},
-        {"ncclAllReduce", (void **)&a.ncclAllReduce},
-        {"ncclGroupStart", (void **)&a.ncclGroupStart},
-        {"ncclGroupEnd", (void **)&a.ncclGroupEnd},
-        {"ncclGetErrorString", (void **)&a.ncclGetErrorString},
-    };
-    if (!resolve(h, symbols, sizeof(symbols) / sizeof(symbols[0]), "NCCL", loadError))
-      return;
-    api = a;
-  });
-  if (!loadError.empty()) {
-    error = loadError;
-    return nullptr;
-  }
-  return &api;
+  return loadOnce<NcclApi>(
+      "REWIRE_LIBNCCL", {"libnccl.so.2"}, "NCCL",
+      "Install NCCL (the CUDA toolkit's, libnccl2, or the nvidia-nccl wheel), put its folder on "
+      "LD_LIBRARY_PATH or set REWIRE_LIBNCCL to the library",
+      +[](NcclApi &a) {
+        return std::vector<Symbol>{
+            {"ncclGetVersion", (void **)&a.ncclGetVersion},
+            {"ncclGetUniqueId", (void **)&a.ncclGetUniqueId},
+            {"ncclCommInitRank", (void **)&a.ncclCommInitRank},
+            {"ncclCommDestroy", (void **)&a.ncclCommDestroy},
+            {"ncclAllReduce", (void **)&a.ncclAllReduce},
+            {"ncclGroupStart", (void **)&a.ncclGroupStart},
+            {"ncclGroupEnd", (void **)&a.ncclGroupEnd},
+            {"ncclGetErrorString", (void **)&a.ncclGetErrorString},
+        };
+      },
+      error);
 }
 
 } // namespace rewire::runtime::cuda

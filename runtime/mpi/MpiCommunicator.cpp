@@ -46,12 +46,7 @@ public:
   }
 
   std::optional<std::string> startSum(float *data, size_t n) override {
-    if (size_ == 1 || n == 0)
-      return std::nullopt;
-    // The rank-order sum gathers every rank's values: at once.
-    if (deterministic)
-      return rankOrderSum(data, n, MPI_FLOAT);
-    return post(data, n, MPI_FLOAT);
+    return start(data, n, MPI_FLOAT);
   }
 
   void progress() override {
@@ -105,13 +100,20 @@ public:
 private:
   template <typename T>
   std::optional<std::string> sum(T *data, size_t n, MPI_Datatype type) {
+    if (auto e = start(data, n, type))
+      return e;
+    return finishSums();
+  }
+
+  /// Starts the sum of `data`; the rank-order sum gathers every rank's
+  /// values, so it is done at once.
+  template <typename T>
+  std::optional<std::string> start(T *data, size_t n, MPI_Datatype type) {
     if (size_ == 1 || n == 0)
       return std::nullopt;
     if (deterministic)
       return rankOrderSum(data, n, type);
-    if (auto e = post(data, n, type))
-      return e;
-    return finishSums();
+    return post(data, n, type);
   }
 
   /// Posts the sum of `data` in buckets of kBucket values.

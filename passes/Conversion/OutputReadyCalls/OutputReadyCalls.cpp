@@ -146,7 +146,7 @@ struct OutputReadyCalls : rewire::impl::OutputReadyCallsBase<OutputReadyCalls> {
     OpBuilder b(func.getContext());
     for (auto [last, k] : ready) {
       // Calls for outputs finished by the same op follow each other.
-      if (last != after || !after)
+      if (last != after)
         b.setInsertionPointAfter(last);
       after = last;
       if (last->hasTrait<OpTrait::IsTerminator>())
