@@ -6,8 +6,10 @@ Each form's train step is compiled once (its compile time reported apart),
 then the forms run in round-robin rounds of --steps steps each (so drift of
 a shared VM hits all alike); a form's figure is the median over rounds of
 its tokens/s over the steps after WARMUP_STEPS untimed ones (train_step.py's
-rewire_tokens_per_s), and its overhead is
-plain tokens/s / form tokens/s - 1 (the extra share of training time).
+rewire_tokens_per_s). Its overhead (the extra share of training time) is
+given two ways: from the medians, plain tokens/s / form tokens/s - 1, and
+paired, the median over rounds of that ratio within each round, which a
+shared VM's drift between rounds moves less.
 
     python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
                                         [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
@@ -62,13 +64,16 @@ def main():
     median = {f: statistics.median(v) for f, v in rates.items()}
     print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps" % (
         time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps))
-    print("%-10s %12s %10s %12s" % ("form", "tokens/s", "overhead", "compile s"))
+    print("%-10s %12s %10s %10s %12s" % ("form", "tokens/s", "overhead", "paired", "compile s"))
     rows = []
     for form in forms:
         overhead = median["plain"] / median[form] - 1
-        print("%-10s %12.0f %9.1f%% %12.1f" % (form, median[form], 100 * overhead, compile_s[form]))
+        paired = statistics.median(p / f - 1 for p, f in zip(rates["plain"], rates[form]))
+        print("%-10s %12.0f %9.1f%% %9.1f%% %12.1f" % (form, median[form], 100 * overhead,
+                                                      100 * paired, compile_s[form]))
         rows.append({"form": form, "tokens_per_s": median[form], "all_rounds": rates[form],
-                     "overhead": overhead, "compile_s": compile_s[form]})
+                     "overhead": overhead, "overhead_paired": paired,
+                     "compile_s": compile_s[form]})
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "layers": a.layers,

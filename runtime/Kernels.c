@@ -82,22 +82,28 @@ static const float *unaliased(struct Scratch *s, const float *x, int64_t rows, i
 }
 
 /* A product A^T B with few columns (a coefficient projection's weight
- * gradient x^T dz, N = 1..16): oneDNN 2.6's SGEMM runs it 2-5x slower than
+ * gradient x^T dz, N = 1..31): oneDNN 2.6's SGEMM runs it 2-5x slower than
  * the same product transposed, C^T = B^T A, which streams A's rows once.
  * Measured, one thread: on a Zen 3 (AVX2 kernels) 1024x4x512 0.45 -> 0.12
- * ms, 3072x4x512 1.66 -> 0.49, 768x8x2048 0.71 -> 0.61, and from 16 columns
- * on the direct call wins; on a Xeon (model 207, AVX-512 kernels) 1024x4x512
- * 0.16 -> 0.08 ms (2 threads 0.081 -> 0.028), 3072x4x512 0.52 -> 0.31,
- * 1024x12x512 0.154 -> 0.125, 1024x16x512 0.148 -> 0.142 (2 threads 0.075 ->
- * 0.059). The transposed product goes to a per-thread scratch buffer and is
- * copied into C with beta applied. Returns 0 where it does not apply or no
+ * ms, 3072x4x512 1.66 -> 0.49, 768x8x2048 0.71 -> 0.61; on a Xeon (model
+ * 207, AVX-512 kernels) 1024x4x512 0.16 -> 0.08 ms (2 threads 0.081 ->
+ * 0.028), 3072x4x512 0.52 -> 0.31, 1024x12x512 0.154 -> 0.125, 1024x16x512
+ * 0.148 -> 0.142 (2 threads 0.075 -> 0.059). With AVX2 kernels the direct
+ * call is at its best where N is a multiple of 16 (its kernel's width) and
+ * worst just past one: medians on 2 threads (Zen 3), direct / transposed,
+ * M x K = 3072 x 512, 1024 x 512, 768 x 2048: N 4 2.4 2.3 2.2, N 8 0.90
+ * 1.13 1.25, N 12 1.38 1.38 1.38, N 16 0.71 0.72 0.97, N 20 2.07 2.02
+ * 1.42, N 24 1.63 1.60 2.33, N 32 1.44 1.44 0.97. So: with AVX2 kernels up
+ * to 31 columns but 16, with AVX-512 ones up to 16 (the rest unmeasured).
+ * The transposed product goes to a per-thread scratch buffer and is copied
+ * into C with beta applied. Returns 0 where it does not apply or no
  * scratch can be had (the direct call runs). */
-static int64_t narrowColumns(void) { return avx2Class() ? 12 : 16; }
+static int narrowColumns(int64_t n) { return avx2Class() ? n < 32 && n != 16 : n <= 16; }
 
 static int narrowTransposedA(int64_t m, int64_t n, int64_t k, const float *pa, int64_t lda,
                              const float *pb, int64_t ldb, float beta, float *pc, int64_t ldc) {
   static __thread struct Scratch scratch;
-  if (n > narrowColumns() || m < 64)
+  if (!narrowColumns(n) || m < 64)
     return 0;
   float *t = reserve(&scratch, n, m); /* C^T [n, m] */
   if (!t || dnnl_sgemm('T', 'N', n, m, k, 1.0f, pb, ldb, pa, lda, 0.0f, t, m) != dnnl_success)

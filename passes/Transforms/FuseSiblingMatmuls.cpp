@@ -58,11 +58,19 @@ bool pays(ArrayRef<nn::MatMulOp> group) {
   return copied <= static_cast<int64_t>(group.size() - 1) * lhs.getNumElements();
 }
 
-/// Replaces `group` (block order, first one the insertion point, every
-/// right operand available there) by one product and a split.
-void fuse(ArrayRef<nn::MatMulOp> group) {
-  nn::MatMulOp first = group.front();
-  ImplicitLocOpBuilder b(first.getLoc(), first);
+/// A group of siblings and where their one product goes: before `at`, a
+/// member where every member's right operand is available and every
+/// member's result still unused.
+struct Group {
+  SmallVector<nn::MatMulOp> members; // block order
+  nn::MatMulOp at;
+};
+
+/// Replaces `group` by one product and a split, before `group.at`.
+void fuse(const Group &g) {
+  ArrayRef<nn::MatMulOp> group = g.members;
+  nn::MatMulOp first = group.front(), at = g.at;
+  ImplicitLocOpBuilder b(at.getLoc(), at);
   auto resultType = cast<RankedTensorType>(first.getType());
   int64_t k = cast<RankedTensorType>(first.getRhs().getType()).getDimSize(0);
   SmallVector<Value> rhs;
@@ -92,40 +100,67 @@ void fuse(ArrayRef<nn::MatMulOp> group) {
   }
 }
 
+/// Whether every use of `op`'s result comes after `at` (so the product may
+/// move down to `at`).
+bool usedOnlyAfter(nn::MatMulOp op, nn::MatMulOp at, DominanceInfo &dom) {
+  return llvm::all_of(op->getUsers(),
+                      [&](Operation *user) { return dom.properlyDominates(at.getOperation(), user); });
+}
+
+/// The siblings of `all` (same left operand, same right-operand rows, block
+/// order) that one product can replace, from the first of them: placed
+/// where the first one is, the siblings whose right operand is available
+/// there (parameters always are); placed where the last one is, the
+/// siblings whose results nothing uses before it (a backward's weight
+/// gradients, each computed from an input gradient that comes later than
+/// the previous one's product, and all used by the optimizer at the end).
+/// The larger group wins; a group stays empty where it does not pay.
+Group siblings(ArrayRef<nn::MatMulOp> all, DominanceInfo &dom) {
+  nn::MatMulOp first = all.front(), last = all.back();
+  Group early{{}, first}, late{{}, last};
+  for (nn::MatMulOp op : all) {
+    if (op == first || dom.properlyDominates(op.getRhs(), first))
+      early.members.push_back(op);
+    if (op == last || usedOnlyAfter(op, last, dom))
+      late.members.push_back(op);
+  }
+  // The late group must still start with `first` for the loop to move on.
+  if (late.members.size() > early.members.size() && late.members.front() == first &&
+      pays(late.members))
+    return late;
+  if (early.members.size() > 1 && pays(early.members))
+    return early;
+  return {{first}, first};
+}
+
 struct FuseSiblingMatmulsPass
     : rewire::impl::FuseSiblingMatmulsBase<FuseSiblingMatmulsPass> {
   void runOnOperation() override {
     DominanceInfo &dom = getAnalysis<DominanceInfo>();
-    // Per block, the products by left operand, in block order.
-    SmallVector<SmallVector<nn::MatMulOp>> groups;
+    SmallVector<Group> groups;
     getOperation().walk([&](Block *block) {
-      llvm::MapVector<Value, SmallVector<nn::MatMulOp>> byLhs;
+      // Per block, the products by left operand and right-operand rows, in
+      // block order.
+      llvm::MapVector<std::pair<Value, int64_t>, SmallVector<nn::MatMulOp>> byLhs;
       for (Operation &op : *block)
         if (auto mm = dyn_cast<nn::MatMulOp>(op); mm && fusableRhs(mm))
-          byLhs[mm.getLhs()].push_back(mm);
+          byLhs[{mm.getLhs(), fusableRhs(mm).getDimSize(0)}].push_back(mm);
       for (auto &entry : byLhs) {
-        SmallVector<nn::MatMulOp> &all = entry.second;
-        // Greedily from the earliest: the siblings whose right operand has
-        // the same rows and is available there (a weight, or a value the
-        // backward computed earlier).
+        SmallVector<nn::MatMulOp> all = entry.second;
         while (all.size() > 1) {
-          nn::MatMulOp first = all.front();
-          int64_t k = fusableRhs(first).getDimSize(0);
-          SmallVector<nn::MatMulOp> group = {first}, rest;
-          for (nn::MatMulOp op : ArrayRef(all).drop_front()) {
-            if (fusableRhs(op).getDimSize(0) == k && dom.properlyDominates(op.getRhs(), first))
-              group.push_back(op);
-            else
+          Group g = siblings(all, dom);
+          SmallVector<nn::MatMulOp> rest;
+          for (nn::MatMulOp op : all)
+            if (!llvm::is_contained(g.members, op))
               rest.push_back(op);
-          }
-          if (group.size() > 1 && pays(group))
-            groups.push_back(group);
-          all = rest;
+          if (g.members.size() > 1)
+            groups.push_back(std::move(g));
+          all = std::move(rest);
         }
       }
     });
-    for (ArrayRef<nn::MatMulOp> group : groups)
-      fuse(group);
+    for (const Group &g : groups)
+      fuse(g);
   }
 };
 

@@ -314,11 +314,15 @@ def FuseSiblingMatmuls : Pass<"nn-fuse-sibling-matmuls", "::mlir::func::FuncOp">
     v projections of a few tokens (three `[d, d]` copies against `[T, d]`
     reads) stay apart.
 
-    Products are grouped greedily from the earliest of each left operand:
-    the fused product goes where the earliest was, so a sibling joins only
-    when its right operand is already available there (parameters always
-    are; a backward value computed later starts a group of its own). The
-    results equal the separate products' up to the summation order the
+    Products are grouped greedily from the earliest of each left operand,
+    in one of two places, whichever takes more siblings: where the earliest
+    was (a sibling joins when its right operand is available there;
+    parameters always are), or where the latest was (a sibling joins when
+    nothing uses its result before that point). The second is how a
+    backward's weight gradients `x^T . dz_i` meet: each `dz_i` is computed
+    after the previous product, and the optimizer uses them all at the end
+    (mHC's three coefficient gradients, `[n d, 4]`, `[n d, 4]`, `[n d, 16]`,
+    become one `[n d, 24]` product). The results equal the separate products' up to the summation order the
     GEMM picks for the wider shape. rewire-compile runs it at -O1 and up,
     on nn ops, after the residual forms are decomposed.
 

@@ -1,4 +1,4 @@
-"""Writes an ONNX model of seven weight-gradient-shaped products A^T B
+"""Writes an ONNX model of eight weight-gradient-shaped products A^T B
 (Gemm transA=1), random inputs and their float64 products:
 
   A [96, 1024]  B [96, 64]    A's row stride 1024 floats
@@ -7,11 +7,12 @@
   A [512, 1024] B [512, 4]    few columns (a coefficient projection's gradient)
   A [300, 77]   B [300, 12]   few columns, odd sizes
   A [2048, 256] B [2048, 1]   one column
-  A [512, 1024] B [512, 16]   16 columns (mHC's merged coefficient gradient)
+  A [512, 1024] B [512, 16]   16 columns (mHC's H^res coefficient gradient)
+  A [512, 3072] B [512, 24]   24 columns (mHC's three coefficient gradients as one)
 
 On a CPU where oneDNN runs its AVX2 kernels the runtime copies the first
 three's operands to padded rows first; it computes the products with few
-columns as (B^T A)^T (up to 12 columns there, 16 with AVX-512 kernels:
+columns as (B^T A)^T (up to 31 columns but 16 there, 16 with AVX-512 kernels:
 runtime/Kernels.c, rewire_sgemm); the products must not change, and the
 per-thread copies grow and shrink between calls.
 
@@ -28,7 +29,7 @@ out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 shapes = [((96, 1024), (96, 64)), ((80, 256), (80, 2048)), ((128, 1536), (128, 512)),
           ((512, 1024), (512, 4)), ((300, 77), (300, 12)), ((2048, 256), (2048, 1)),
-          ((512, 1024), (512, 16))]
+          ((512, 1024), (512, 16)), ((512, 3072), (512, 24))]
 rng = np.random.default_rng(11)
 inputs, nodes, outputs = [], [], []
 for i, (sa, sb) in enumerate(shapes):
