@@ -5,8 +5,9 @@ against the plain model, in one run on one machine.
 Each form's train step is compiled once (its compile time reported apart),
 then the forms run in round-robin rounds of --steps steps each (so drift of
 a shared VM hits all alike); a form's figure is the median over rounds of
-its tokens/s over the steps after WARMUP_STEPS untimed ones (train_step.py's
-rewire_tokens_per_s). Its overhead (the extra share of training time) is
+its tokens/s at its median step among the steps after WARMUP_STEPS untimed
+ones (train_step.py's rewire_tokens_per_s with median=True: on a shared VM a
+stall of a few steps moved the mean of a round by 10% and more). Its overhead (the extra share of training time) is
 given two ways: from the medians, plain tokens/s / form tokens/s - 1, and
 paired, the median over rounds of that ratio within each round, which a
 shared VM's drift between rounds moves less.
@@ -60,7 +61,7 @@ def main():
     for _ in range(a.rounds):
         for form in forms:
             rates[form].append(rewire_tokens_per_s(command(form), a.steps, a.batch * a.seq, env,
-                                                   work))
+                                                   work, median=True))
     median = {f: statistics.median(v) for f, v in rates.items()}
     print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps" % (
         time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps))

@@ -112,10 +112,11 @@ def export_gpt(a, work):
 WARMUP_STEPS = 2
 
 
-def rewire_tokens_per_s(cmd, steps, tokens_per_step, env, work):
+def rewire_tokens_per_s(cmd, steps, tokens_per_step, env, work, median=False):
     """rewire-train's steps per second after WARMUP_STEPS untimed ones in the
     same process, as the PyTorch trainers are timed: the sum of the timed
-    steps' step_ms from its JSONL."""
+    steps' step_ms from its JSONL (median=True: from their median step, which
+    a shared VM's stalls move less)."""
     jsonl = os.path.join(work, "timing.jsonl")
     subprocess.run(cmd + ["--steps=%d" % (steps + WARMUP_STEPS), "--log-every=0",
                           "--jsonl=" + jsonl], check=True, env=env, capture_output=True)
@@ -123,6 +124,8 @@ def rewire_tokens_per_s(cmd, steps, tokens_per_step, env, work):
     timed = [r["step_ms"] for r in rows if "step_ms" in r][WARMUP_STEPS:]
     if len(timed) != steps:
         raise SystemExit("rewire-train wrote %d timed steps, expected %d" % (len(timed), steps))
+    if median:
+        return tokens_per_step / (statistics.median(timed) / 1e3)
     return tokens_per_step * steps / (sum(timed) / 1e3)
 
 

@@ -271,7 +271,13 @@ def FuseElementwise : Pass<"rewire-fuse-elementwise", "::mlir::func::FuncOp"> {
     when that reads fewer tensors at full size -- the producer's inputs in
     place of several of its results -- and its body is at most 48 ops: a
     GELU's backward reads the pre-activation instead of the four values its
-    forward stored, and the forward stops writing them.
+    forward stored, and the forward stops writing them. Reads are counted
+    per operand and indexing map, and only where the map reads a different
+    element at every point of the loops (a broadcast bias or per-row
+    statistic is not a full-size read): a hyper stream's read `sum_i pre_i
+    X_i` reads its `[.., n, d]` stream through n maps, so a layer norm after
+    it reads its one result instead of recomputing it from the stream
+    (a hyper-connection train step's stream reads 204 -> 104).
 
     ```mlir
     %t = linalg.generic ... ins(%x) { exp }            // used below and returned

@@ -207,3 +207,56 @@ func.func @recompute_for_fewer_reads(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>)
   } -> tensor<8x16xf32>
   return %s, %c : tensor<8xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+#s0 = affine_map<(i, j) -> (i, 0, j)>
+#s1 = affine_map<(i, j) -> (i, 1, j)>
+#s2 = affine_map<(i, j) -> (i, 2, j)>
+#c0 = affine_map<(i, j) -> (i, 0)>
+#c1 = affine_map<(i, j) -> (i, 1)>
+#c2 = affine_map<(i, j) -> (i, 2)>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+// A hyper stream's read, sum_i pre_i X_i over a [8, 3, 16] stream, read
+// first by a reduction: recomputing it inside the later consumer would read
+// the stream through three maps (three full-size reads, the per-row
+// coefficients aside) in place of its one result, so it stays apart and the
+// consumer reads the result.
+// CHECK-LABEL: func.func @stream_read_not_recomputed
+// CHECK-SAME: (%[[X:.*]]: tensor<8x3x16xf32>, %[[P:.*]]: tensor<8x3xf32>, %[[Y:.*]]: tensor<8x16xf32>)
+func.func @stream_read_not_recomputed(%x: tensor<8x3x16xf32>, %pre: tensor<8x3xf32>, %y: tensor<8x16xf32>)
+    -> (tensor<8xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %r = tensor.empty() : tensor<8xf32>
+  // CHECK: %[[U:.*]] = linalg.generic
+  // CHECK-SAME: ins(%[[X]], %[[X]], %[[X]], %[[P]], %[[P]], %[[P]] :
+  // CHECK: linalg.generic
+  // CHECK-SAME: ins(%[[U]] : tensor<8x16xf32>)
+  // CHECK: linalg.generic
+  // CHECK-SAME: ins(%[[U]], %[[Y]] : tensor<8x16xf32>, tensor<8x16xf32>)
+  %u = linalg.generic {indexing_maps = [#s0, #s1, #s2, #c0, #c1, #c2, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %x, %x, %pre, %pre, %pre : tensor<8x3x16xf32>, tensor<8x3x16xf32>, tensor<8x3x16xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>)
+      outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %pa: f32, %pb: f32, %pc: f32, %o: f32):
+    %m0 = arith.mulf %a, %pa : f32
+    %m1 = arith.mulf %b, %pb : f32
+    %m2 = arith.mulf %c, %pc : f32
+    %s0 = arith.addf %m0, %m1 : f32
+    %s1 = arith.addf %s0, %m2 : f32
+    linalg.yield %s1 : f32
+  } -> tensor<8x16xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%u : tensor<8x16xf32>) outs(%r : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%u, %y : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %z: f32, %o: f32):
+    %n = arith.subf %a, %z : f32
+    linalg.yield %n : f32
+  } -> tensor<8x16xf32>
+  return %s, %c : tensor<8xf32>, tensor<8x16xf32>
+}

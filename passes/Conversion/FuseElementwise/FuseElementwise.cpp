@@ -12,6 +12,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/ADT/SmallBitVector.h"
+
 namespace rewire {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
 #include "passes/Conversion/Passes.h.inc"
@@ -150,6 +152,18 @@ bool pureArithmetic(linalg::GenericOp op) {
   return true;
 }
 
+/// Whether `map` reads a different element at every point of its loop space
+/// (every loop dimension is one of its results): a full-size read. A map
+/// without some loop dimension broadcasts (a per-row statistic, a bias, a
+/// per-token coefficient) and reads what the loop reuses from cache.
+bool fullSize(AffineMap map) {
+  llvm::SmallBitVector seen(map.getNumDims());
+  for (AffineExpr e : map.getResults())
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      seen.set(d.getPosition());
+  return seen.all();
+}
+
 /// Whether computing `producer` again inside `consumer` (which cannot take
 /// it whole: it has users before the consumer, as a forward value the
 /// backward reads) makes the consumer read fewer tensors at full size: the
@@ -158,20 +172,29 @@ bool pureArithmetic(linalg::GenericOp op) {
 /// stored, and the forward stops writing them (canonicalization drops the
 /// dead results). The producer's body is a few dozen arithmetic ops at most
 /// (`pureArithmetic`), so the work added stays below the traffic saved.
+/// Reads are counted per operand and map (`fullSize`), not per tensor: a
+/// hyper stream's read `sum_i pre_i X_i` reads its `[.., n, d]` stream
+/// through n maps, n full-size reads where its result is one, so a layer
+/// norm after it reads the result instead of the stream n times over.
 bool worthRecomputing(linalg::GenericOp producer, linalg::GenericOp consumer) {
   if (!pureArithmetic(producer))
     return false;
-  llvm::SmallDenseSet<Value> before, after;
+  llvm::SmallDenseSet<std::pair<Value, AffineMap>> before, after;
   for (OpOperand *in : consumer.getDpsInputOperands()) {
-    if (!consumer.getMatchingIndexingMap(in).isIdentity())
+    AffineMap map = consumer.getMatchingIndexingMap(in);
+    if (!fullSize(map))
       continue;
-    before.insert(in->get());
+    before.insert({in->get(), map});
     if (in->get().getDefiningOp() != producer)
-      after.insert(in->get());
+      after.insert({in->get(), map});
   }
-  for (OpOperand *in : producer.getDpsInputOperands())
-    if (producer.getMatchingIndexingMap(in).isIdentity())
-      after.insert(in->get());
+  // sameSpace: the consumer reads the producer's results element for
+  // element, so the producer's maps are maps of the consumer's loops.
+  for (OpOperand *in : producer.getDpsInputOperands()) {
+    AffineMap map = producer.getMatchingIndexingMap(in);
+    if (fullSize(map))
+      after.insert({in->get(), map});
+  }
   return after.size() < before.size();
 }
 
