@@ -98,12 +98,12 @@ static const float *unaliased(struct Scratch *s, const float *x, int64_t rows, i
  * The transposed product goes to a per-thread scratch buffer and is copied
  * into C with beta applied. Returns 0 where it does not apply or no
  * scratch can be had (the direct call runs). */
-static int narrowColumns(int64_t n) { return avx2Class() ? n < 32 && n != 16 : n <= 16; }
+static int isNarrow(int64_t n) { return avx2Class() ? n < 32 && n != 16 : n <= 16; }
 
 static int narrowTransposedA(int64_t m, int64_t n, int64_t k, const float *pa, int64_t lda,
                              const float *pb, int64_t ldb, float beta, float *pc, int64_t ldc) {
   static __thread struct Scratch scratch;
-  if (!narrowColumns(n) || m < 64)
+  if (!isNarrow(n) || m < 64)
     return 0;
   float *t = reserve(&scratch, n, m); /* C^T [n, m] */
   if (!t || dnnl_sgemm('T', 'N', n, m, k, 1.0f, pb, ldb, pa, lda, 0.0f, t, m) != dnnl_success)

@@ -322,9 +322,10 @@ def FuseSiblingMatmuls : Pass<"nn-fuse-sibling-matmuls", "::mlir::func::FuncOp">
     backward's weight gradients `x^T . dz_i` meet: each `dz_i` is computed
     after the previous product, and the optimizer uses them all at the end
     (mHC's three coefficient gradients, `[n d, 4]`, `[n d, 4]`, `[n d, 16]`,
-    become one `[n d, 24]` product). The results equal the separate products' up to the summation order the
-    GEMM picks for the wider shape. rewire-compile runs it at -O1 and up,
-    on nn ops, after the residual forms are decomposed.
+    become one `[n d, 24]` product). The results equal the separate
+    products' up to the summation order the GEMM picks for the wider shape.
+    rewire-compile runs it at -O1 and up, on nn ops, after the residual
+    forms are decomposed.
 
     Example:
     ```mlir
