@@ -86,7 +86,9 @@ void store(HostTensor &t, int64_t i, double v, int64_t n) {
 } // namespace
 
 std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t,
-                                           int64_t maxElements) {
+                                           int64_t maxElements, bool *tooLarge) {
+  if (tooLarge)
+    *tooLarge = false;
   if (!spec.empty() && spec[0] == '@')
     return readNpy(spec.substr(1), t);
   size_t eq = spec.find('=');
@@ -97,9 +99,12 @@ std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &
   if (t.shape.size() > 16)
     return "rank " + std::to_string(t.shape.size()) + " is too high";
   auto elements = checkedNumElements(t.shape, maxElements);
-  if (!elements)
+  if (!elements) {
+    if (tooLarge)
+      *tooLarge = true;
     return "'" + spec.substr(0, eq) + "' is too large (at most " + std::to_string(maxElements) +
            " elements)";
+  }
   int64_t numel = *elements;
   size_t bytes = static_cast<size_t>(numel) * dtypeSize(t.dtype);
   std::string values = spec.substr(eq + 1);

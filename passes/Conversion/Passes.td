@@ -472,9 +472,13 @@ def ParallelOuterLoops : Pass<"rewire-parallel-outer-loops", "::mlir::func::Func
     OpenMP collapses the parallel dimensions into one index, which the LLVM
     loop vectorizer cannot see through, so an innermost parallel dimension
     cost twice its sequential time; kept as a loop it vectorizes as before,
-    and the threads share the outer iterations. Nests of fewer than
+    and the threads share the outer iterations. Nests of less work than
     `min-iterations` iterations in all (the parallel dimensions times the
-    static trip counts of the loops inside), and those whose outer parallel
+    static trip counts of the loops inside; an iteration whose body holds
+    more than 16 operations counts as body / 16 of them, so that a body
+    unrolling a whole small problem -- nn.sinkhorn's rounds on a 4 x 4
+    matrix, thousands of operations -- is shared at 512 iterations), and
+    those whose outer parallel
     dimensions hold a single iteration, become sequential `scf.for` nests: a
     parallel region costs more than they do. An `scf.parallel` nested in
     another (a reduction dimension between parallel ones: `scf.parallel

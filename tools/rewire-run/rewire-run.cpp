@@ -176,12 +176,12 @@ int runWith(const Executable *model, Options &o) {
       for (int64_t d : fn->inputs[i].shape)
         limit = d <= 0 ? 0 : limit <= kMaxInputElements / d ? limit * d : kMaxInputElements;
     }
-    if (auto err = parseTensorSpec(o.inputs[i], t, limit)) {
+    bool tooLarge = false;
+    if (auto err = parseTensorSpec(o.inputs[i], t, limit, &tooLarge)) {
       // More elements than the function takes: the shape is wrong (the
       // parser's other errors say what else is).
       std::string type = o.inputs[i].substr(0, o.inputs[i].find('='));
-      if (i < fn->inputs.size() && err->find("' is too large (at most ") != std::string::npos &&
-          !type.empty() && type[0] != '@')
+      if (i < fn->inputs.size() && tooLarge)
         die("input " + std::to_string(i) + " ('" + printable(fn->inputs[i].name) + "') of '" +
                 printable(o.function) + "' must be " + fn->inputs[i].typeString() + ", got " +
                 printable(type) + " (expected:" + expected + ")",

@@ -25,8 +25,12 @@ namespace rewire::runtime {
 constexpr int64_t kMaxInputElements = int64_t(1) << 32;
 
 /// Parses `spec` into `t` (at most `maxElements`); returns what is wrong.
+/// `tooLarge`, when given, is set to whether the error is that the type
+/// has more than `maxElements` elements (a caller with the expected type
+/// can then say which type it wanted).
 std::optional<std::string> parseTensorSpec(const std::string &spec, HostTensor &t,
-                                           int64_t maxElements = kMaxInputElements);
+                                           int64_t maxElements = kMaxInputElements,
+                                           bool *tooLarge = nullptr);
 
 /// Element `i` of `t` as text: integers exactly (uint64 included), floats
 /// with 6 significant digits.

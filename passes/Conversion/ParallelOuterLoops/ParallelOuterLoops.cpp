@@ -62,6 +62,24 @@ uint64_t nestIterations(scf::ParallelOp op) {
   return total;
 }
 
+/// Operations of a typical loop body: a fused elementwise operation's
+/// loads, a few arithmetic operations and a store.
+constexpr uint64_t kOpsPerIteration = 16;
+
+/// The work of `op`'s nest in iterations of a typical body: its iterations,
+/// times its body's operations over kOpsPerIteration where that is more
+/// than one. A body that unrolls a whole small problem (nn.sinkhorn's 20
+/// rounds on a 4 x 4 matrix, ~4000 operations in its gradient) is worth a
+/// parallel region at far fewer iterations than a sum or a product.
+uint64_t nestWork(scf::ParallelOp op) {
+  uint64_t ops = 0;
+  op.getBody()->walk([&](Operation *inner) {
+    if (!isa<scf::ForOp, scf::YieldOp, scf::ReduceOp, scf::ReduceReturnOp>(inner))
+      ++ops;
+  });
+  return llvm::SaturatingMultiply(nestIterations(op), std::max<uint64_t>(1, ops / kOpsPerIteration));
+}
+
 /// Replaces `op` by an scf.parallel over the dimensions `parallel` (none:
 /// no scf.parallel) around scf.for loops over the others, in order.
 void rebuild(scf::ParallelOp op, ArrayRef<unsigned> parallel) {
@@ -257,7 +275,7 @@ void ParallelOuterLoopsPass::runOnOperation() {
       if (tripCount(op.getLowerBound()[d], op.getUpperBound()[d], op.getStep()[d])
               .value_or(kUnknownTrips) > 1)
         wide.push_back(d);
-    if (wide.empty() || nestIterations(op) < enough) {
+    if (wide.empty() || nestWork(op) < enough) {
       rebuild(op, {});
       continue;
     }
