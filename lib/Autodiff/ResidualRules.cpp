@@ -136,9 +136,24 @@ struct HyperCoeffsRule
     Value r3 = nn::MulOp::create(b, r, nn::MulOp::create(b, r, r));
     Value coef = nn::MulOp::create(
         b, dot, nn::MulOp::create(b, r3, scalar(b, elt, -1.0 / static_cast<double>(features))));
-    Value dx = nn::AddOp::create(b, direct, nn::MulOp::create(b, coef, x));
-    if (dx.getType() != op.getX().getType())
-      dx = nn::ReshapeOp::create(b, op.getX().getType(), dx);
+    // mHC's rows are the token's n streams flattened, [.., n d]: the sum is
+    // taken in the stream's own shape [.., n, d], reading the product through
+    // a reshape (a view) and x itself, so it fuses with the stream's other
+    // gradients (res^T g, pre g) into one pass instead of being written
+    // flat and read back.
+    Value dx;
+    auto streamType = cast<RankedTensorType>(op.getX().getType());
+    if (xt != streamType && streamType.hasStaticShape()) {
+      SmallVector<int64_t> perToken(streamType.getShape());
+      perToken[perToken.size() - 1] = perToken[perToken.size() - 2] = 1;
+      Value coefs = nn::ReshapeOp::create(b, RankedTensorType::get(perToken, elt), coef);
+      dx = nn::AddOp::create(b, nn::ReshapeOp::create(b, streamType, direct),
+                             nn::MulOp::create(b, coefs, op.getX()));
+    } else {
+      dx = nn::AddOp::create(b, direct, nn::MulOp::create(b, coef, x));
+      if (dx.getType() != streamType)
+        dx = nn::ReshapeOp::create(b, streamType, dx);
+    }
     out.push_back(dx);
     out.push_back(mapAdjoints[1]);
     out.push_back(matmulRhsAdjoint(b, x, dp, wt));
