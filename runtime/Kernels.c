@@ -119,6 +119,15 @@ static int narrowTransposedA(int64_t m, int64_t n, int64_t k, const float *pa, i
   return 1;
 }
 
+/* Ends the call: oneDNN refused a product (it checks only its arguments). */
+static void sgemmFailed(dnnl_status_t status, int64_t m, int64_t n, int64_t k) {
+  snprintf(callError, sizeof(callError),
+           "internal error: oneDNN's sgemm failed (status %d) on a %lldx%lldx%lld product; "
+           "please report it with the model",
+           (int)status, (long long)m, (long long)n, (long long)k);
+  failCall();
+}
+
 /* A product with few columns and many rows, op(A) B (mHC's coefficient
  * projection x . phi, 512x24x3072 at GPT-2-small width): oneDNN 2.6 threads
  * it unevenly. Measured on a Zen 3, 2 threads, caches flushed before each
@@ -128,7 +137,8 @@ static int narrowTransposedA(int64_t m, int64_t n, int64_t k, const float *pa, i
  * row is still summed by one thread in one call (the same kernel): the
  * bits do not depend on the team. Only for products large enough to share
  * (m >= 256, k >= 256) outside a parallel region; returns 0 where it does
- * not apply. */
+ * not apply. A share oneDNN refuses ends the call (others may have written
+ * theirs: C cannot be computed again from itself). */
 static int narrowRowSplit(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k,
                           const float *pa, int64_t lda, const float *pb, int64_t ldb, float beta,
                           float *pc, int64_t ldc) {
@@ -140,18 +150,25 @@ static int narrowRowSplit(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t 
   if (team < 2)
     return 0;
   int64_t share = ((m + team - 1) / team + 7) / 8 * 8;
-  int failed = 0;
-#pragma omp parallel num_threads(team) reduction(| : failed)
+  int failed = (int)dnnl_success;
+#pragma omp parallel num_threads(team)
   {
     omp_set_num_threads(1); /* one thread per call, as in rewire_attention */
     int64_t first = (int64_t)omp_get_thread_num() * share;
     int64_t rows = first >= m ? 0 : (m - first < share ? m - first : share);
-    if (rows > 0)
-      failed |= dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, n, k, 1.0f,
-                           pa + (ta ? first : first * lda), lda, pb, ldb, beta, pc + first * ldc,
-                           ldc) != dnnl_success;
+    if (rows > 0) {
+      dnnl_status_t status =
+          dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, n, k, 1.0f,
+                     pa + (ta ? first : first * lda), lda, pb, ldb, beta, pc + first * ldc, ldc);
+      if (status != dnnl_success) {
+#pragma omp atomic write
+        failed = (int)status;
+      }
+    }
   }
-  return !failed;
+  if (failed != (int)dnnl_success)
+    sgemmFailed((dnnl_status_t)failed, m, n, k);
+  return 1;
 }
 
 /* Row-major C[M,N] = A[M,K] * B[K,N] + beta * C, with A/B transposed when
@@ -179,13 +196,8 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   }
   dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa, lda, pb,
                                     ldb, beta, (float *)(intptr_t)c + coff, ldc);
-  if (status != dnnl_success) {
-    snprintf(callError, sizeof(callError),
-             "internal error: oneDNN's sgemm failed (status %d) on a %lldx%lldx%lld product; "
-             "please report it with the model",
-             (int)status, (long long)m, (long long)n, (long long)k);
-    failCall();
-  }
+  if (status != dnnl_success)
+    sgemmFailed(status, m, n, k);
 }
 
 static const char *isaName(dnnl_cpu_isa_t isa) {
