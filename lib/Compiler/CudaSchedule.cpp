@@ -303,7 +303,7 @@ LogicalResult Scheduler::step(Operation *op) {
         !dims(launch.getBlockSizeOperandValues(), block))
       return launch.emitError("rewire-compile: --target=cuda: a launch of dynamic geometry");
     std::string name = launch.getKernelName().str();
-    auto [it, inserted] = kernels.try_emplace(name, static_cast<int>(kernels.size()));
+    int kernel = kernels.try_emplace(name, static_cast<int>(kernels.size())).first->second;
     // Each operand's extent (bytes from the buffer's base the kernel may
     // touch), for the runtime to check against the buffer.
     SmallVector<int64_t> args, need;
@@ -322,11 +322,11 @@ LogicalResult Scheduler::step(Operation *op) {
     steps.push_back(jsonText([&](llvm::json::OStream &json) {
       json.object([&] {
         json.attribute("op", "launch");
-        json.attribute("kernel", it->second);
-        for (auto [key, values] : {std::pair<const char *, ArrayRef<int64_t>>{"grid", grid},
-                                   {"block", block}, {"args", args}, {"extents", need}})
-          json.attributeArray(key, [&] {
-            for (int64_t x : values)
+        json.attribute("kernel", kernel);
+        for (const auto &entry : {std::pair<const char *, ArrayRef<int64_t>>{"grid", grid},
+                                  {"block", block}, {"args", args}, {"extents", need}})
+          json.attributeArray(entry.first, [&] {
+            for (int64_t x : entry.second)
               json.value(x);
           });
       });
@@ -465,10 +465,10 @@ void Scheduler::json(llvm::json::OStream &json) const {
         json.rawValue(step);
     });
     json.attributeArray("results", [&] {
-      for (auto [buffer, offset] : results)
+      for (const auto &result : results)
         json.object([&] {
-          json.attribute("buffer", buffer);
-          json.attribute("offset", offset);
+          json.attribute("buffer", result.first);
+          json.attribute("offset", result.second);
         });
     });
   });
