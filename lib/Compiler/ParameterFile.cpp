@@ -88,11 +88,19 @@ llvm::Error rewire::compiler::writeParameters(const ModuleInfo &info, const std:
     }
   }
   // Largest element size first: with a 64-byte aligned data section every
-  // tensor then starts aligned to its element size.
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const SafetensorsEntry &a, const SafetensorsEntry &b) {
-                     return safetensorsDtypeSize(a.dtype) > safetensorsDtypeSize(b.dtype);
-                   });
+  // tensor then starts aligned to its element size. In order within a size
+  // (a stable sort by bucket: libstdc++ 12's std::stable_sort uses the
+  // deprecated get_temporary_buffer, which the build warns about).
+  std::set<size_t, std::greater<size_t>> sizes;
+  for (const SafetensorsEntry &e : entries)
+    sizes.insert(safetensorsDtypeSize(e.dtype));
+  std::vector<SafetensorsEntry> bySize;
+  bySize.reserve(entries.size());
+  for (size_t size : sizes)
+    for (SafetensorsEntry &e : entries)
+      if (safetensorsDtypeSize(e.dtype) == size)
+        bySize.push_back(std::move(e));
+  entries = std::move(bySize);
   return compileErrorIf(Failure::io,
                         writeSafetensors(outputPath, entries, {{"producer", "rewire-compile"}}));
 }
