@@ -101,6 +101,12 @@ def rewrite(cmd, previous):
         if "--table" in args:
             args[args.index("--table") + 1] = os.path.join(work, "models.md")
         args += ["--only", "gpt2", "--steps", "import,detect,run"]
+    if script.endswith("bench/form_train_overhead.py"):
+        args += ["--layers", "1", "--seq", "16", "--d", "32", "--heads", "2", "--steps", "2",
+                 "--rounds", "1"]
+    if script.endswith("bench/train_ab.py"):
+        args += ["--steps", "2", "--trainer", os.path.join(build, "bin", "rewire-train")]
+        args[args.index("--rounds") + 1] = "2"
     if script.endswith("bench/gpt2_stack.py"):
         args += ["--layers", "1", "--seq", "16", "--d", "32", "--heads", "2", "--runs", "1",
                  "--out", os.path.join(work, "bench.md")]
@@ -134,10 +140,10 @@ def needs(args, env):
         return "downloads the onnx wheel from PyPI to generate its node tests (a separate command)"
     if "fixture-venv.sh" in joined or "make-model-fixtures.py" in joined:
         return "downloads PyTorch 2.x from PyPI (~6 GB) to regenerate the committed fixtures"
-    if "bench/gpt2_stack.py" in joined:
+    if "bench/gpt2_stack.py" in joined or "bench/form_train_overhead.py" in joined:
         probe = subprocess.run([args[0], "-c", "import torch; assert int(torch.__version__[0]) >= 2"],
-                               capture_output=True)
-        if probe.returncode != 0:
+                               capture_output=True) if os.path.exists(args[0]) else None
+        if probe is None or probe.returncode != 0:
             return "needs PyTorch 2.x from PyPI (benchmarks are not part of the test command)"
     return None
 
