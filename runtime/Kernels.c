@@ -184,10 +184,10 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   if (ldb < bcols) ldb = bcols > 0 ? bcols : 1;
   if (ldc < n) ldc = n;
   const float *pa = (const float *)(intptr_t)a + aoff, *pb = (const float *)(intptr_t)b + boff;
-  if (ta && !tb && narrowTransposedA(m, n, k, pa, lda, pb, ldb, beta, (float *)(intptr_t)c + coff,
-                                      ldc))
+  float *pc = (float *)(intptr_t)c + coff;
+  if (ta && !tb && narrowTransposedA(m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;
-  if (narrowRowSplit(ta, tb, m, n, k, pa, lda, pb, ldb, beta, (float *)(intptr_t)c + coff, ldc))
+  if (narrowRowSplit(ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;
   if (ta && !tb && m >= 32 && n >= 32) {
     static __thread struct Scratch scratchA, scratchB;
@@ -195,7 +195,7 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
     pb = unaliased(&scratchB, pb, k, n, &ldb);
   }
   dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa, lda, pb,
-                                    ldb, beta, (float *)(intptr_t)c + coff, ldc);
+                                    ldb, beta, pc, ldc);
   if (status != dnnl_success)
     sgemmFailed(status, m, n, k);
 }
