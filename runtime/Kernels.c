@@ -16,6 +16,8 @@
  * Plain C: an artifact needs no C++ runtime.
  *
  *===----------------------------------------------------------------------===*/
+#include "NarrowGemm.h"
+#include "Scratch.h"
 #include "rewire/Runtime/CallErrors.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -48,27 +50,6 @@ static int avx2Class(void) {
  * (docs/performance.md). It is the same kernel on the same values: the
  * same bits. Each operand has a per-thread scratch buffer kept across
  * calls; where one cannot be had, the direct call runs. */
-struct Scratch {
-  float *data;
-  size_t capacity;
-};
-
-/* `s` grown to at least rows x cols floats (NULL: the size overflows or
- * memory is short; the caller then runs the direct call). */
-static float *reserve(struct Scratch *s, int64_t rows, int64_t cols) {
-  if (rows <= 0 || cols <= 0 || rows > (int64_t)(SIZE_MAX / sizeof(float)) / cols)
-    return NULL;
-  size_t need = (size_t)cols * (size_t)rows;
-  if (need > s->capacity) {
-    float *grown = (float *)realloc(s->data, need * sizeof(float));
-    if (!grown)
-      return NULL;
-    s->data = grown;
-    s->capacity = need;
-  }
-  return s->data;
-}
-
 static const float *unaliased(struct Scratch *s, const float *x, int64_t rows, int64_t cols,
                               int64_t *ld) {
   if (*ld % 512 != 0 || !avx2Class())
@@ -185,6 +166,9 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   if (ldc < n) ldc = n;
   const float *pa = (const float *)(intptr_t)a + aoff, *pb = (const float *)(intptr_t)b + boff;
   float *pc = (float *)(intptr_t)c + coff;
+  if (avx2Class() &&
+      rewire_narrow_sgemm((int)ta, (int)tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
+    return;
   if (ta && !tb && narrowTransposedA(m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;
   if (narrowRowSplit(ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc))

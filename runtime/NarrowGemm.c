@@ -1,0 +1,192 @@
+/*===- NarrowGemm.c - AVX2 kernel for products with 9 to 24 columns -------===
+ *
+ * The projection of mHC's coefficients, x . phi over each token's flattened
+ * streams (512 x 24 x 3072 at GPT-2-small width, n = 4: 24 = n^2 + 2n
+ * columns), and products like it: oneDNN 2.6's AVX2 SGEMM has kernels 16
+ * columns wide and packs A, which for so few columns costs about what the
+ * product does. Measured on a Zen 3 (built by clang 22), 2 threads, A
+ * freshly written by the threads as in a train step, 40 calls, best / mean
+ * ms, oneDNN -> here: 512 x 24 x 3072 0.46 / 0.93 -> 0.45 / 0.50 (0.80
+ * mean as one single-threaded SGEMM per thread's rows); 2048 x 24 x 768
+ * 0.49 / 0.53 -> 0.44 / 0.46; 512 x 20 x 3072 0.49 / 0.51 -> 0.45 / 0.47;
+ * 512 x 12 x 3072 0.33 / 0.35 -> 0.29 / 0.31; 16 columns 0.29 / 0.31 ->
+ * 0.28 / 0.30 (oneDNN's kernel width); one thread, 512 x 24 x 3072 0.94 /
+ * 1.41 -> 0.86 / 0.92. With 8 columns or fewer, or 28 or more, this kernel
+ * was slower than oneDNN (0.24 against 0.11 ms at 1 column, 0.78 against
+ * 0.58 at 28): those stay with it. In an mHC train step oneDNN took 0.94 ms
+ * a call (docs/performance.md).
+ *
+ * Register tiles of 3 rows x 24 columns (6 x 16 up to 16 columns), op(B)
+ * packed zero-padded to whole vectors (it stays in L2), A's rows read in
+ * place; threads share blocks of 4 tiles. Each output element is summed by
+ * one thread in order of its terms (fp32 FMAs): the bits do not depend on
+ * the team. Used where the CPU has AVX2 and FMA and oneDNN runs its AVX2
+ * kernels (Kernels.c decides): with AVX-512 ones it was not measured.
+ *
+ *===----------------------------------------------------------------------===*/
+#include "NarrowGemm.h"
+#include "Scratch.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <stdint.h>
+
+enum { kMaxVectors = 3, kTilesPerBlock = 4 };
+
+/* Products smaller than this many multiply-adds run on the calling thread. */
+static const int64_t kParallelWork = (int64_t)1 << 18;
+
+/* One product: `b` is op(B) packed as k rows of `ldb` floats (zero past
+ * n). */
+struct Product {
+  int64_t m, n, k;
+  const float *a;
+  int64_t lda;
+  const float *b;
+  int64_t ldb;
+  float beta;
+  float *c;
+  int64_t ldc;
+};
+
+/* A mask of the first `count` (0..8) lanes. */
+__attribute__((target("avx2,fma"))) static inline __m256i firstLanes(int64_t count) {
+  static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return _mm256_loadu_si256((const __m256i *)(ones + 8 - (count < 8 ? count : 8)));
+}
+
+/* c[0 : count] = v + beta c (c not read where beta is 0). */
+__attribute__((target("avx2,fma"))) static inline void storeResult(float *c, __m256 v,
+                                                                   float beta, int64_t count) {
+  if (count >= 8) {
+    if (beta != 0.0f)
+      v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(c)));
+    _mm256_storeu_ps(c, v);
+    return;
+  }
+  __m256i mask = firstLanes(count);
+  if (beta != 0.0f)
+    v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, mask)));
+  _mm256_maskstore_ps(c, mask, v);
+}
+
+/* Rows `row`.. (`rows` of them, at most 6) of C, `vectors` (at
+ * most kMaxVectors) x 8 columns wide. The accumulators are named variables,
+ * not an array: with constant `rows` and `vectors` the unused ones vanish
+ * and the rest stay in registers (clang kept a 4 x 3 array on the stack). */
+#define ACC_ROW(i) __m256 c##i##0 = zero, c##i##1 = zero, c##i##2 = zero;
+#define FMA_ROW(i)                                                                                \
+  if (rows > i) {                                                                                 \
+    __m256 x = _mm256_broadcast_ss(a + i * p->lda + q);                                           \
+    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                    \
+    if (vectors > 1)                                                                              \
+      c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);                                                  \
+    if (vectors > 2)                                                                              \
+      c##i##2 = _mm256_fmadd_ps(x, b2, c##i##2);                                                  \
+  }
+#define STORE_ROW(i)                                                                              \
+  if (rows > i) {                                                                                 \
+    float *c = p->c + (row + i) * p->ldc;                                                         \
+    storeResult(c, c##i##0, p->beta, p->n);                                                       \
+    if (vectors > 1)                                                                              \
+      storeResult(c + 8, c##i##1, p->beta, p->n - 8);                                             \
+    if (vectors > 2)                                                                              \
+      storeResult(c + 16, c##i##2, p->beta, p->n - 16);                                           \
+  }
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile(const struct Product *p, int64_t row, int rows, int vectors) {
+  const float *a = p->a + row * p->lda;
+  const __m256 zero = _mm256_setzero_ps();
+  ACC_ROW(0) ACC_ROW(1) ACC_ROW(2) ACC_ROW(3) ACC_ROW(4) ACC_ROW(5)
+  for (int64_t q = 0; q < p->k; ++q) {
+    const float *bq = p->b + q * p->ldb;
+    __m256 b0 = _mm256_loadu_ps(bq);
+    __m256 b1 = vectors > 1 ? _mm256_loadu_ps(bq + 8) : zero;
+    __m256 b2 = vectors > 2 ? _mm256_loadu_ps(bq + 16) : zero;
+    FMA_ROW(0) FMA_ROW(1) FMA_ROW(2) FMA_ROW(3) FMA_ROW(4) FMA_ROW(5)
+  }
+  STORE_ROW(0) STORE_ROW(1) STORE_ROW(2) STORE_ROW(3) STORE_ROW(4) STORE_ROW(5)
+}
+#undef ACC_ROW
+#undef FMA_ROW
+#undef STORE_ROW
+
+/* Rows per tile: the accumulators, one vector of B per column vector and
+ * the broadcast within the 16 vector registers (3 x 3 for 24 columns: at 4
+ * x 3 every register is taken and clang 22's allocator shuffles them,
+ * 0.89 against 0.45 ms), and at most 6 rows (rows of A a multiple of 1024
+ * floats apart share an L1 set: 8 ways). */
+static int tileRows(int vectors) { return vectors == 3 ? 3 : 6; }
+
+/* `rows` (<= tileRows(V)) rows from `row`, as tiles of constant height. */
+#define TILES(V)                                                                                  \
+  __attribute__((target("avx2,fma"), noinline)) static void tiles##V(                            \
+      const struct Product *p, int64_t row, int64_t rows) {                                       \
+    switch (rows) {                                                                               \
+    case 6: if (V < 3) tile(p, row, 6, V); break; /* tileRows */        \
+    case 5: if (V < 3) tile(p, row, 5, V); break;                       \
+    case 4: if (V < 3) tile(p, row, 4, V); break;                       \
+    case 3: tile(p, row, 3, V); break;                                  \
+    case 2: tile(p, row, 2, V); break;                                  \
+    default: tile(p, row, 1, V); break;                                 \
+    }                                                                                             \
+  }
+TILES(2)
+TILES(3)
+#undef TILES
+
+/* Rows [first, first + rows) of C, as tiles of `step` rows. */
+static void rowBlock(const struct Product *p, int64_t first, int64_t rows, int64_t step) {
+  int64_t end = first + rows < p->m ? first + rows : p->m;
+  for (int64_t row = first; row < end; row += step) {
+    int64_t height = end - row < step ? end - row : step;
+    if (p->n > 16)
+      tiles3(p, row, height);
+    else
+      tiles2(p, row, height);
+  }
+}
+
+/* x[i, j] of a row-major matrix, or of its transpose. */
+static inline float at(const float *x, int64_t ld, int transposed, int64_t i, int64_t j) {
+  return transposed ? x[j * ld + i] : x[i * ld + j];
+}
+
+/* op(X) ([rows, cols]) copied to rows of `ld` floats, zero past `cols`. */
+static void pack(float *dst, int64_t ld, const float *x, int64_t ldx, int transposed,
+                 int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j)
+      dst[i * ld + j] = at(x, ldx, transposed, i, j);
+    for (int64_t j = cols; j < ld; ++j)
+      dst[i * ld + j] = 0.0f;
+  }
+}
+
+/* Per thread: op(B) packed. */
+static __thread struct Scratch packedB;
+
+static int hasAvx2Fma(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+int rewire_narrow_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
+                        int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc) {
+  if (ta || n <= 8 || n > 8 * kMaxVectors || m <= 0 || k <= 0 || !hasAvx2Fma())
+    return 0;
+  int64_t width = (n + 7) / 8 * 8;
+  float *pb = reserve(&packedB, k, width);
+  if (!pb)
+    return 0;
+  pack(pb, width, b, ldb, tb, k, n);
+  struct Product p = {m, n, k, a, lda, pb, width, beta, c, ldc};
+  int64_t step = tileRows(n > 16 ? 3 : 2), rows = kTilesPerBlock * step;
+  int64_t blocks = (m + rows - 1) / rows;
+  int parallel = m * n * k >= kParallelWork && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < blocks; ++i)
+    rowBlock(&p, i * rows, rows, step);
+  return 1;
+}
