@@ -1,26 +1,29 @@
-/*===- NarrowGemm.c - AVX2 kernel for products with 9 to 24 columns -------===
+/*===- NarrowGemm.c - AVX2 kernels for products with 9 to 24 columns ------===
  *
  * The projection of mHC's coefficients, x . phi over each token's flattened
  * streams (512 x 24 x 3072 at GPT-2-small width, n = 4: 24 = n^2 + 2n
- * columns), and products like it: oneDNN 2.6's AVX2 SGEMM has kernels 16
- * columns wide and packs A, which for so few columns costs about what the
- * product does. Measured on a Zen 3 (built by clang 22), 2 threads, A
- * freshly written by the threads as in a train step, 40 calls, best / mean
- * ms, oneDNN -> here: 512 x 24 x 3072 0.46 / 0.93 -> 0.45 / 0.50 (0.80
- * mean as one single-threaded SGEMM per thread's rows); 2048 x 24 x 768
- * 0.49 / 0.53 -> 0.44 / 0.46; 512 x 20 x 3072 0.49 / 0.51 -> 0.45 / 0.47;
- * 512 x 12 x 3072 0.33 / 0.35 -> 0.29 / 0.31; 16 columns 0.29 / 0.31 ->
- * 0.28 / 0.30 (oneDNN's kernel width); one thread, 512 x 24 x 3072 0.94 /
- * 1.41 -> 0.86 / 0.92. With 8 columns or fewer, or 28 or more, this kernel
- * was slower than oneDNN (0.24 against 0.11 ms at 1 column, 0.78 against
- * 0.58 at 28): those stay with it. In an mHC train step oneDNN took 0.94 ms
- * a call (docs/performance.md).
+ * columns), its weight gradient x^T dz (3072 x 24 x 512), and products like
+ * them: oneDNN 2.6's AVX2 SGEMM has kernels 16 columns wide and packs A,
+ * which for so few columns costs about what the product does. Measured on a
+ * Zen 3 (built by clang 22), 2 threads, A freshly written by the threads as
+ * in a train step, 40 calls, best / mean ms, oneDNN -> here: 512 x 24 x
+ * 3072 0.46 / 0.93 -> 0.45 / 0.50 (0.80 mean as one single-threaded SGEMM
+ * per thread's rows); 2048 x 24 x 768 0.49 / 0.53 -> 0.44 / 0.46; 512 x 20
+ * x 3072 0.49 / 0.51 -> 0.45 / 0.47; 512 x 12 x 3072 0.33 / 0.35 -> 0.29 /
+ * 0.31; 16 columns 0.29 / 0.31 -> 0.28 / 0.30 (oneDNN's kernel width); one
+ * thread, 512 x 24 x 3072 0.94 / 1.41 -> 0.86 / 0.92. With 8 columns or
+ * fewer, or 28 or more, this kernel was slower than oneDNN (0.24 against
+ * 0.11 ms at 1 column, 0.78 against 0.58 at 28): those stay with it. In an
+ * mHC train step (d 768, 2 layers) the step's overhead over the plain
+ * model's fell from +7.2% to +6.6% with the first kernel and to +6.1% with
+ * the gradient's too (docs/performance.md).
  *
  * Register tiles of 3 rows x 24 columns (6 x 16 up to 16 columns), op(B)
- * packed zero-padded to whole vectors (it stays in L2), A's rows read in
- * place; threads share blocks of 4 tiles. Each output element is summed by
- * one thread in order of its terms (fp32 FMAs): the bits do not depend on
- * the team. Used where the CPU has AVX2 and FMA and oneDNN runs its AVX2
+ * packed zero-padded to whole vectors (it stays in L2); A B reads A's rows
+ * in place, threads sharing blocks of 4 tiles; A^T B copies A in chunks
+ * first (transposedProduct). Each output element is summed by one thread in
+ * order of its terms (fp32 FMAs, in chunks of 64 for A^T B): the bits do
+ * not depend on the team. Used where the CPU has AVX2 and FMA and oneDNN runs its AVX2
  * kernels (Kernels.c decides): with AVX-512 ones it was not measured.
  *
  *===----------------------------------------------------------------------===*/
@@ -30,18 +33,19 @@
 #include <immintrin.h>
 #include <omp.h>
 #include <stdint.h>
+#include <string.h>
 
 enum { kMaxVectors = 3, kTilesPerBlock = 4 };
 
 /* Products smaller than this many multiply-adds run on the calling thread. */
 static const int64_t kParallelWork = (int64_t)1 << 18;
 
-/* One product: `b` is op(B) packed as k rows of `ldb` floats (zero past
- * n). */
+/* One product: term q of row i of A is a[i * lda + q * step]; `b` is
+ * op(B) packed as k rows of `ldb` floats (zero past n). */
 struct Product {
   int64_t m, n, k;
   const float *a;
-  int64_t lda;
+  int64_t lda, step;
   const float *b;
   int64_t ldb;
   float beta;
@@ -77,7 +81,7 @@ __attribute__((target("avx2,fma"))) static inline void storeResult(float *c, __m
 #define ACC_ROW(i) __m256 c##i##0 = zero, c##i##1 = zero, c##i##2 = zero;
 #define FMA_ROW(i)                                                                                \
   if (rows > i) {                                                                                 \
-    __m256 x = _mm256_broadcast_ss(a + i * p->lda + q);                                           \
+    __m256 x = _mm256_broadcast_ss(a + i * p->lda + q * p->step);                                 \
     c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                    \
     if (vectors > 1)                                                                              \
       c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);                                                  \
@@ -163,8 +167,101 @@ static void pack(float *dst, int64_t ld, const float *x, int64_t ldx, int transp
   }
 }
 
-/* Per thread: op(B) packed. */
-static __thread struct Scratch packedB;
+/* A^T B, A stored [k, m] (a weight gradient x^T dz): C's rows are A's
+ * columns. Threads share them in blocks of kColumns. A block sums over
+ * chunks of kChunk rows of A, each copied first as vectors of 8 columns,
+ * the kChunk terms of each contiguous (64 KiB, in L2): one vector is the A
+ * of a product with 8 rows that the tiles above run, its partial sums in P
+ * (the block's rows of C, n floats wide padded to whole vectors). In place,
+ * a row's terms are lda floats apart, for lda a multiple of 1024 all in one
+ * L1 set. mHC's 3072 x 24 x 512 gradient, one core, warm caches: 31
+ * GFLOP/s computing C^T in place over all terms at once, 60 in place in
+ * chunks, 62 copied; 2 threads, A freshly written: 0.72 ms against 0.97 as
+ * Kernels.c's (B^T A)^T on oneDNN and 1.10 as oneDNN's A^T B. */
+enum { kChunk = 64, kColumns = 256 };
+/* A^T B runs here for 17 to 24 columns and at least this many rows of C:
+ * narrower or shorter ones were faster as Kernels.c's (B^T A)^T on oneDNN
+ * (1024 x 20 x 512: 0.32 against 0.18 ms; 768 x 12 x 2048: 0.71 against
+ * 0.27; 3072 x 9 x 512: 0.64 against 0.30), this one ahead at 3072 x 24 x
+ * 512 (0.72 against 0.97) and 3072 x 24 x 2048 (2.9 against 3.9). */
+static const int64_t kMinTransposedRows = 2048;
+
+/* Rows [0, terms) x columns [0, width) of `a` (rows lda floats apart) to
+ * `xs` as vectors of 8 columns, kChunk rows of each (zero past `width`):
+ * a line (16 columns) of each row at a time, each written sequentially. */
+__attribute__((target("avx2,fma"), noinline)) static void
+copyChunk(float *xs, const float *a, int64_t lda, int64_t terms, int64_t width) {
+  for (int64_t j = 0; j < width; j += 16) {
+    float *lo = xs + (j / 8) * kChunk * 8, *hi = lo + kChunk * 8;
+    int64_t left = width - j;
+    if (left >= 16) {
+      for (int64_t q = 0; q < terms; ++q) {
+        _mm256_storeu_ps(lo + q * 8, _mm256_loadu_ps(a + q * lda + j));
+        _mm256_storeu_ps(hi + q * 8, _mm256_loadu_ps(a + q * lda + j + 8));
+      }
+      continue;
+    }
+    __m256i first = firstLanes(left), second = firstLanes(left > 8 ? left - 8 : 0);
+    for (int64_t q = 0; q < terms; ++q) {
+      _mm256_storeu_ps(lo + q * 8, _mm256_maskload_ps(a + q * lda + j, first));
+      if (left > 8)
+        _mm256_storeu_ps(hi + q * 8, _mm256_maskload_ps(a + q * lda + j + 8, second));
+    }
+  }
+}
+
+/* C's rows [first, end) (A's columns, at most kColumns) of A^T B (`p`),
+ * through P (kColumns rows of p->ldb floats); `xs` holds a chunk. */
+static void transposedBlock(const struct Product *p, float *P, float *xs, int64_t first,
+                            int64_t end) {
+  int64_t width = end - first, step = tileRows(p->n > 16 ? 3 : 2);
+  for (int64_t q0 = 0; q0 < p->k; q0 += kChunk) {
+    int64_t terms = q0 + kChunk < p->k ? kChunk : p->k - q0;
+    copyChunk(xs, p->a + q0 * p->lda + first, p->lda, terms, width);
+    for (int64_t v = 0; v * 8 < width; ++v) {
+      /* Rows v * 8.. of P += this chunk's terms (P is first written). */
+      struct Product part = {width - v * 8 < 8 ? width - v * 8 : 8, p->n, terms,
+                             xs + v * kChunk * 8, 1, 8, p->b + q0 * p->ldb, p->ldb,
+                             q0 == 0 ? 0.0f : 1.0f, P + v * 8 * p->ldb, p->ldb};
+      rowBlock(&part, 0, part.m, step);
+    }
+  }
+  for (int64_t i = first; i < end; ++i) {
+    float *c = p->c + i * p->ldc;
+    const float *sum = P + (i - first) * p->ldb;
+    for (int64_t r = 0; r < p->n; ++r)
+      c[r] = p->beta == 0.0f ? sum[r] : sum[r] + p->beta * c[r];
+  }
+}
+
+/* Per thread: op(B) packed; A^T B's partial sums and chunk. */
+static __thread struct Scratch packedB, partial, chunk;
+
+/* A^T B: every thread has its buffers before any writes C; where one
+ * cannot, C is untouched and the caller's SGEMM runs. */
+static int transposedProduct(const struct Product *p, int parallel) {
+  int failed = 0;
+  int64_t blocks = (p->m + kColumns - 1) / kColumns;
+#pragma omp parallel if (parallel)
+  {
+    float *P = reserve(&partial, kColumns, p->ldb), *xs = reserve(&chunk, kChunk, kColumns);
+    if (!P || !xs) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp barrier
+    int stop;
+#pragma omp atomic read
+    stop = failed;
+    if (!stop) {
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b)
+        transposedBlock(p, P, xs, b * kColumns,
+                        (b + 1) * kColumns < p->m ? (b + 1) * kColumns : p->m);
+    }
+  }
+  return !failed;
+}
 
 static int hasAvx2Fma(void) {
   __builtin_cpu_init();
@@ -174,17 +271,20 @@ static int hasAvx2Fma(void) {
 int rewire_narrow_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
                         int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc) {
-  if (ta || n <= 8 || n > 8 * kMaxVectors || m <= 0 || k <= 0 || !hasAvx2Fma())
+  if (n <= 8 || n > 8 * kMaxVectors || m <= 0 || k <= 0 || !hasAvx2Fma() ||
+      (ta && (n <= 16 || m < kMinTransposedRows)))
     return 0;
   int64_t width = (n + 7) / 8 * 8;
   float *pb = reserve(&packedB, k, width);
   if (!pb)
     return 0;
   pack(pb, width, b, ldb, tb, k, n);
-  struct Product p = {m, n, k, a, lda, pb, width, beta, c, ldc};
+  struct Product p = {m, n, k, a, lda, 1, pb, width, beta, c, ldc};
+  int parallel = m * n * k >= kParallelWork && !omp_in_parallel();
+  if (ta)
+    return transposedProduct(&p, parallel);
   int64_t step = tileRows(n > 16 ? 3 : 2), rows = kTilesPerBlock * step;
   int64_t blocks = (m + rows - 1) / rows;
-  int parallel = m * n * k >= kParallelWork && !omp_in_parallel();
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < blocks; ++i)
     rowBlock(&p, i * rows, rows, step);
