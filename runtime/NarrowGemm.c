@@ -1,30 +1,36 @@
-/*===- NarrowGemm.c - AVX2 kernels for products with 9 to 24 columns ------===
+/*===- NarrowGemm.c - AVX2 kernels for products with 2 to 24 columns ------===
  *
  * The projection of mHC's coefficients, x . phi over each token's flattened
  * streams (512 x 24 x 3072 at GPT-2-small width, n = 4: 24 = n^2 + 2n
  * columns), its weight gradient x^T dz (3072 x 24 x 512), and products like
- * them: oneDNN 2.6's AVX2 SGEMM has kernels 16 columns wide and packs A,
- * which for so few columns costs about what the product does. Measured on a
+ * them (HC's, LAuReL's low-rank factors): oneDNN 2.6's AVX2 SGEMM runs so
+ * few columns well below the CPU's speed (its kernels are 16 columns wide).
+ * Measured on a
  * Zen 3 (built by clang 22), 2 threads, A freshly written by the threads as
  * in a train step, 40 calls, best / mean ms, oneDNN -> here: 512 x 24 x
  * 3072 0.46 / 0.93 -> 0.45 / 0.50 (0.80 mean as one single-threaded SGEMM
  * per thread's rows); 2048 x 24 x 768 0.49 / 0.53 -> 0.44 / 0.46; 512 x 20
  * x 3072 0.49 / 0.51 -> 0.45 / 0.47; 512 x 12 x 3072 0.33 / 0.35 -> 0.29 /
  * 0.31; 16 columns 0.29 / 0.31 -> 0.28 / 0.30 (oneDNN's kernel width); one
- * thread, 512 x 24 x 3072 0.94 / 1.41 -> 0.86 / 0.92. With 8 columns or
- * fewer, or 28 or more, this kernel was slower than oneDNN (0.24 against
- * 0.11 ms at 1 column, 0.78 against 0.58 at 28): those stay with it. In an
+ * thread, 512 x 24 x 3072 0.94 / 1.41 -> 0.86 / 0.92; HC's projection
+ * 2048 x 6 x 768 0.28 / 0.78 -> 0.22 / 0.31, 512 x 4 x 3072 0.27 / 0.38 ->
+ * 0.21 / 0.26, 512 x 8 x 3072 0.22 / 0.25 -> 0.19 / 0.20. One column stays
+ * with oneDNN (its GEMV: 0.11 against 0.24 ms at 2048 x 1 x 768), and so do
+ * 25 or more (0.78 against 0.58 at 28). Inside a train step oneDNN's calls
+ * were slower still (an OpenMP tool timing each parallel region: HC's
+ * projection 0.57 ms a call as one SGEMM per thread's rows, 0.23 here). In an
  * mHC train step (d 768, 2 layers) the step's overhead over the plain
  * model's fell from +7.2% to +6.6% with the first kernel and to +6.1% with
  * the gradient's too (docs/performance.md).
  *
- * Register tiles of 3 rows x 24 columns (6 x 16 up to 16 columns), op(B)
+ * Register tiles of 3 rows x 24 columns (6 x 16, 6 x 8 for fewer), op(B)
  * packed zero-padded to whole vectors (it stays in L2); A B reads A's rows
  * in place, threads sharing blocks of 4 tiles; A^T B copies A in chunks
- * first (transposedProduct). Each output element is summed by one thread in
- * order of its terms (fp32 FMAs, in chunks of 64 for A^T B): the bits do
- * not depend on the team. Used where the CPU has AVX2 and FMA and oneDNN runs its AVX2
- * kernels (Kernels.c decides): with AVX-512 ones it was not measured.
+ * first (transposedProduct). Each output element is summed by one thread
+ * in order of its terms (fp32 FMAs, in chunks of 64 for A^T B): the bits
+ * do not depend on the team. Used where the CPU has AVX2 and FMA and
+ * oneDNN runs its AVX2 kernels (Kernels.c decides): with AVX-512 ones it
+ * was not measured.
  *
  *===----------------------------------------------------------------------===*/
 #include "NarrowGemm.h"
@@ -122,6 +128,8 @@ tile(const struct Product *p, int64_t row, int rows, int vectors) {
  * floats apart share an L1 set: 8 ways). */
 static int tileRows(int vectors) { return vectors == 3 ? 3 : 6; }
 
+static int vectorsOf(int64_t n) { return (int)((n + 7) / 8); }
+
 /* `rows` (<= tileRows(V)) rows from `row`, as tiles of constant height. */
 #define TILES(V)                                                                                  \
   __attribute__((target("avx2,fma"), noinline)) static void tiles##V(                            \
@@ -135,6 +143,7 @@ static int tileRows(int vectors) { return vectors == 3 ? 3 : 6; }
     default: tile(p, row, 1, V); break;                                 \
     }                                                                                             \
   }
+TILES(1)
 TILES(2)
 TILES(3)
 #undef TILES
@@ -146,8 +155,10 @@ static void rowBlock(const struct Product *p, int64_t first, int64_t rows, int64
     int64_t height = end - row < step ? end - row : step;
     if (p->n > 16)
       tiles3(p, row, height);
-    else
+    else if (p->n > 8)
       tiles2(p, row, height);
+    else
+      tiles1(p, row, height);
   }
 }
 
@@ -214,7 +225,7 @@ copyChunk(float *xs, const float *a, int64_t lda, int64_t terms, int64_t width) 
  * through P (kColumns rows of p->ldb floats); `xs` holds a chunk. */
 static void transposedBlock(const struct Product *p, float *P, float *xs, int64_t first,
                             int64_t end) {
-  int64_t width = end - first, step = tileRows(p->n > 16 ? 3 : 2);
+  int64_t width = end - first, step = tileRows(vectorsOf(p->n));
   for (int64_t q0 = 0; q0 < p->k; q0 += kChunk) {
     int64_t terms = q0 + kChunk < p->k ? kChunk : p->k - q0;
     copyChunk(xs, p->a + q0 * p->lda + first, p->lda, terms, width);
@@ -271,7 +282,7 @@ static int hasAvx2Fma(void) {
 int rewire_narrow_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
                         int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc) {
-  if (n <= 8 || n > 8 * kMaxVectors || m <= 0 || k <= 0 || !hasAvx2Fma() ||
+  if (n < 2 || n > 8 * kMaxVectors || m <= 0 || k <= 0 || !hasAvx2Fma() ||
       (ta && (n <= 16 || m < kMinTransposedRows)))
     return 0;
   int64_t width = (n + 7) / 8 * 8;
@@ -283,7 +294,7 @@ int rewire_narrow_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const f
   int parallel = m * n * k >= kParallelWork && !omp_in_parallel();
   if (ta)
     return transposedProduct(&p, parallel);
-  int64_t step = tileRows(n > 16 ? 3 : 2), rows = kTilesPerBlock * step;
+  int64_t step = tileRows(vectorsOf(n)), rows = kTilesPerBlock * step;
   int64_t blocks = (m + rows - 1) / rows;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < blocks; ++i)

@@ -1,7 +1,7 @@
 //===- SgemmTest.cpp - rewire_sgemm against a float64 reference -----------===//
 //
 // The SGEMM entry point of CPU artifacts (runtime/Kernels.c) on the shapes
-// its own paths take: products with 9 to 24 columns (runtime/NarrowGemm.c's
+// its own paths take: products with 2 to 24 columns (runtime/NarrowGemm.c's
 // AVX2 kernels where oneDNN runs AVX2 kernels; A^T B from 2048 rows, in
 // chunks of 64 terms and blocks of 256 rows), few columns, A^T B with
 // aliased strides; every combination of transposes, padded leading
@@ -97,7 +97,7 @@ void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed) {
   }
   // Products NarrowGemm.c's kernels run: each element is summed by one
   // thread in one order, whatever the team (oneDNN's paths: not checked).
-  bool narrowKernel = s.n > 8 && s.n <= 24 && (!ta || (s.n > 16 && s.m >= 2048)) &&
+  bool narrowKernel = s.n >= 2 && s.n <= 24 && (!ta || (s.n > 16 && s.m >= 2048)) &&
                       std::string(rewire_kernels_describe()).find("avx512") == std::string::npos &&
                       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (narrowKernel)
@@ -110,7 +110,8 @@ TEST(Sgemm, NarrowColumns) {
   for (Shape s : {Shape{1, 9, 7}, Shape{2, 13, 1}, Shape{5, 16, 40}, Shape{7, 17, 64},
                   Shape{37, 20, 300}, Shape{300, 24, 257}, Shape{513, 24, 600},
                   Shape{64, 12, 3}, Shape{2100, 20, 70}, Shape{2048, 24, 129},
-                  Shape{2053, 17, 64}})
+                  Shape{2053, 17, 64}, Shape{2048, 6, 77}, Shape{31, 2, 500},
+                  Shape{100, 8, 33}})
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (float beta : {0.0f, 1.0f, 0.5f})

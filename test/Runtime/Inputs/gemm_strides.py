@@ -13,7 +13,7 @@ inputs and their float64 products:
   A [512, 3072] B [3072, 24]  A B, 24 columns (mHC's coefficient projection)
   A [301, 257]  B [257, 5]    A B, odd sizes (rows shared unevenly)
   A [512, 100]  B [100, 8]    A B, too short to share
-  A [301, 257]  B [257, 13]   A B, 9 to 24 columns: the AVX2 kernel (tiles of 6 rows)
+  A [301, 257]  B [257, 13]   A B, 2 to 24 columns: the AVX2 kernel (tiles of 6 rows)
   A [7, 40]     B [40, 20]    A B, fewer rows than a block, one thread
   A [300, 500]  B [19, 500]   A B^T + C, the kernel packing B^T
   A [1, 64]     B [64, 17]    A B, one row
@@ -22,11 +22,11 @@ On a CPU where oneDNN runs its AVX2 kernels the runtime copies the first
 three's operands to padded rows first; it computes the products with few
 columns as (B^T A)^T (up to 31 columns but 16 there, 16 with AVX-512 kernels:
 runtime/Kernels.c, rewire_sgemm); the products must not change, and the
-per-thread copies grow and shrink between calls. Products A op(B) with 9 to
-24 columns run on the runtime's AVX2 kernel where oneDNN runs AVX2 ones
-(runtime/NarrowGemm.c); other products with few columns and at least 256
-rows and 256 terms run as one single-threaded SGEMM per thread on its share
-of the rows (A^T B with 16 columns on AVX2, the A B ones elsewhere).
+per-thread copies grow and shrink between calls. Products A op(B) with 2 to
+24 columns, and A^T B with 17 to 24 columns and at least 2048 rows, run on
+the runtime's AVX2 kernels where oneDNN runs AVX2 ones (runtime/NarrowGemm.c);
+elsewhere products with few columns and at least 256 rows and 256 terms run
+as one single-threaded SGEMM per thread on its share of the rows.
 
     gemm_strides.py OUT_DIR
 """
