@@ -117,13 +117,15 @@ static void sgemmFailed(dnnl_status_t status, int64_t m, int64_t n, int64_t k) {
  * on its share of the rows; inside an mHC train step 0.95 ms a call. Each
  * row is still summed by one thread in one call (the same kernel): the
  * bits do not depend on the team. Where oneDNN runs its AVX2 kernels,
- * NarrowGemm.c's kernel takes 2 to 24 columns first (faster still, and
- * this split measured slower than oneDNN's own threading when A was freshly
- * written by the threads: 512x4x3072 mean 0.54 against 0.29 ms); this
- * serves the rest: AVX-512 CPUs, 1 and 25 to 31 columns. Only for products
- * large enough to share (m >= 256, k >= 256) outside a parallel region;
- * returns 0 where it does not apply. A share oneDNN refuses ends the call (others may have written
- * theirs: C cannot be computed again from itself). */
+ * NarrowGemm.c's kernel takes 2 to 24 columns first (faster still); this
+ * serves the rest: AVX-512 CPUs, 1 and 25 to 31 columns. (In a micro-
+ * benchmark that writes A with the threads before each call this split
+ * lost to oneDNN's threading, 512x4x3072 mean 0.54 against 0.29 ms, while
+ * in the mHC step above it won: the cases left are unmeasured in a step.)
+ * Only for products large enough to share (m >= 256, k >= 256) outside a
+ * parallel region; returns 0 where it does not apply. A share oneDNN
+ * refuses ends the call (others may have written theirs: C cannot be
+ * computed again from itself). */
 static int narrowRowSplit(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k,
                           const float *pa, int64_t lda, const float *pb, int64_t ldb, float beta,
                           float *pc, int64_t ldc) {
