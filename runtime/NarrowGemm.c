@@ -135,12 +135,12 @@ static int vectorsOf(int64_t n) { return (int)((n + 7) / 8); }
   __attribute__((target("avx2,fma"), noinline)) static void tiles##V(                            \
       const struct Product *p, int64_t row, int64_t rows) {                                       \
     switch (rows) {                                                                               \
-    case 6: if (V < 3) tile(p, row, 6, V); break; /* tileRows */                                   \
-    case 5: if (V < 3) tile(p, row, 5, V); break;                                                  \
-    case 4: if (V < 3) tile(p, row, 4, V); break;                                                  \
-    case 3: tile(p, row, 3, V); break;                                                             \
-    case 2: tile(p, row, 2, V); break;                                                             \
-    default: tile(p, row, 1, V); break;                                                            \
+    case 6: if (V < 3) tile(p, row, 6, V); break; /* tileRows */                                  \
+    case 5: if (V < 3) tile(p, row, 5, V); break;                                                 \
+    case 4: if (V < 3) tile(p, row, 4, V); break;                                                 \
+    case 3: tile(p, row, 3, V); break;                                                            \
+    case 2: tile(p, row, 2, V); break;                                                            \
+    default: tile(p, row, 1, V); break;                                                           \
     }                                                                                             \
   }
 TILES(1)
