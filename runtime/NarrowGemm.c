@@ -285,7 +285,7 @@ int rewire_narrow_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const f
   if (n < 2 || n > 8 * kMaxVectors || m <= 0 || k <= 0 || !hasAvx2Fma() ||
       (ta && (n <= 16 || m < kMinTransposedRows)))
     return 0;
-  int64_t width = (n + 7) / 8 * 8;
+  int64_t width = 8 * vectorsOf(n);
   float *pb = reserve(&packedB, k, width);
   if (!pb)
     return 0;

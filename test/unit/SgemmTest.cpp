@@ -32,41 +32,49 @@ struct Shape {
   int64_t m, n, k;
 };
 
-/// C = op(A) op(B) + beta C through rewire_sgemm on `threads` threads; the
-/// operands have leading dimensions 3 past their widths and sit at an
-/// offset of 5 floats from their base.
-std::vector<float> product(const Shape &s, bool ta, bool tb, float beta,
+/// Where the operands sit: leading dimensions 3 past their widths, each
+/// matrix kOffset floats from its base.
+constexpr int64_t kOffset = 5;
+struct Layout {
+  int64_t lda, ldb, ldc;
+  Layout(const Shape &s, bool ta, bool tb)
+      : lda((ta ? s.m : s.k) + 3), ldb((tb ? s.k : s.n) + 3), ldc(s.n + 3) {}
+};
+
+/// C = op(A) op(B) + beta C through rewire_sgemm on `threads` threads.
+std::vector<float> product(const Shape &s, const Layout &l, bool ta, bool tb, float beta,
                            const std::vector<float> &a, const std::vector<float> &b,
                            const std::vector<float> &c0, int threads) {
-  int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 3, ldc = s.n + 3;
   std::vector<float> c = c0;
   int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  rewire_sgemm(ta, tb, s.m, s.n, s.k, (int64_t)(intptr_t)a.data(), 5, lda,
-               (int64_t)(intptr_t)b.data(), 5, ldb, (int64_t)(intptr_t)c.data(), 5, ldc, beta);
+  rewire_sgemm(ta, tb, s.m, s.n, s.k, (int64_t)(intptr_t)a.data(), kOffset, l.lda,
+               (int64_t)(intptr_t)b.data(), kOffset, l.ldb, (int64_t)(intptr_t)c.data(), kOffset,
+               l.ldc, beta);
   omp_set_num_threads(saved);
   return c;
 }
 
 void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed) {
-  int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 3, ldc = s.n + 3;
+  const Layout l(s, ta, tb);
+  const int64_t lda = l.lda, ldb = l.ldb, ldc = l.ldc;
   int64_t arows = ta ? s.k : s.m, brows = tb ? s.n : s.k;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(5 + arows * lda), b(5 + brows * ldb), c0(5 + s.m * ldc);
+  std::vector<float> a(kOffset + arows * lda), b(kOffset + brows * ldb), c0(kOffset + s.m * ldc);
   for (float &x : a)
     x = uniform(rng);
   for (float &x : b)
     x = uniform(rng);
   for (float &x : c0)
     x = beta == 0.0f ? std::nanf("") : uniform(rng);
-  auto opA = [&](int64_t i, int64_t q) { return a[5 + (ta ? q * lda + i : i * lda + q)]; };
-  auto opB = [&](int64_t q, int64_t j) { return b[5 + (tb ? j * ldb + q : q * ldb + j)]; };
+  auto opA = [&](int64_t i, int64_t q) { return a[kOffset + (ta ? q * lda + i : i * lda + q)]; };
+  auto opB = [&](int64_t q, int64_t j) { return b[kOffset + (tb ? j * ldb + q : q * ldb + j)]; };
   std::string what = "m " + std::to_string(s.m) + " n " + std::to_string(s.n) + " k " +
                      std::to_string(s.k) + (ta ? " A^T" : "") + (tb ? " B^T" : "") +
                      " beta " + std::to_string(beta);
-  std::vector<float> one = product(s, ta, tb, beta, a, b, c0, 1);
-  std::vector<float> two = product(s, ta, tb, beta, a, b, c0, 2);
+  std::vector<float> one = product(s, l, ta, tb, beta, a, b, c0, 1);
+  std::vector<float> two = product(s, l, ta, tb, beta, a, b, c0, 2);
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) {
       double want = 0, scale = 0;
@@ -75,20 +83,20 @@ void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed) {
         want += t;
         scale += std::fabs(t);
       }
-      float old = c0[5 + i * ldc + j];
+      float old = c0[kOffset + i * ldc + j];
       if (beta != 0.0f) {
         want += (double)beta * old;
         scale += std::fabs((double)beta * old);
       }
       double tolerance = 1e-6 * (scale + 1.0);
-      ASSERT_NEAR(one[5 + i * ldc + j], want, tolerance) << what << " at " << i << ", " << j;
-      ASSERT_NEAR(two[5 + i * ldc + j], want, tolerance) << what << " at " << i << ", " << j;
+      ASSERT_NEAR(one[kOffset + i * ldc + j], want, tolerance) << what << " at " << i << ", " << j;
+      ASSERT_NEAR(two[kOffset + i * ldc + j], want, tolerance) << what << " at " << i << ", " << j;
     }
   }
   // Nothing outside C's m x n elements is written (padding, the offset).
   for (int64_t i = 0; i < (int64_t)c0.size(); ++i) {
-    int64_t r = (i - 5) / ldc, col = (i - 5) % ldc;
-    if (i < 5 || col >= s.n || r >= s.m) {
+    int64_t r = (i - kOffset) / ldc, col = (i - kOffset) % ldc;
+    if (i < kOffset || col >= s.n || r >= s.m) {
       uint32_t x, y;
       std::memcpy(&x, &one[i], 4);
       std::memcpy(&y, &c0[i], 4);

@@ -104,11 +104,10 @@ def rewrite(cmd, previous):
     if script.endswith("bench/form_train_overhead.py"):
         args += ["--layers", "1", "--seq", "16", "--d", "32", "--heads", "2", "--steps", "2",
                  "--rounds", "1"]
+    if script.endswith(("bench/train_ab.py", "bench/regions/regions.py")):
+        args += ["--steps", "2", "--trainer", os.path.join(build, "bin", "rewire-train")]
     if script.endswith("bench/train_ab.py"):
-        args += ["--steps", "2", "--trainer", os.path.join(build, "bin", "rewire-train")]
         args[args.index("--rounds") + 1] = "2"
-    if script.endswith("bench/regions/regions.py"):
-        args += ["--steps", "2", "--trainer", os.path.join(build, "bin", "rewire-train")]
     if script.endswith("bench/gpt2_stack.py"):
         args += ["--layers", "1", "--seq", "16", "--d", "32", "--heads", "2", "--runs", "1",
                  "--out", os.path.join(work, "bench.md")]
