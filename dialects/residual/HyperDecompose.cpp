@@ -116,6 +116,30 @@ FailureOr<Value> HyperWriteOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) 
   return out;
 }
 
+SmallVector<Value, 3> residual::hyperWriteGradSums(ImplicitLocOpBuilder &b, Value g, Value x,
+                                                   Value u, Value post, Type duType,
+                                                   IntegerAttr axis, IntegerAttr stream,
+                                                   IntegerAttr layer) {
+  int64_t rank = rankOf(g);
+  Value du = HyperReadOp::create(b, duType, g, post, axis, stream, layer);
+  Value uRow = nn::UnsqueezeOp::create(b, u, b.getDenseI64ArrayAttr({rank - 2}));
+  Value dpost = sumOver(b, nn::MulOp::create(b, g, uRow), rank - 1, false);
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    perm.push_back(i);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  Value xT = nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
+  Value dres = nn::MatMulOp::create(b, g, xT);
+  return {du, dpost, dres};
+}
+
+SmallVector<Value, 3> residual::decomposeHyperWriteGrad(ImplicitLocOpBuilder &b,
+                                                        HyperWriteGradOp op) {
+  return hyperWriteGradSums(b, op.getG(), op.getX(), op.getU(), op.getPost(),
+                            op.getDu().getType(), op.getAxisAttr(), op.getStreamAttr(),
+                            op.getLayerAttr());
+}
+
 /// The mean over the stream axis.
 FailureOr<Value> HyperReduceOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
   return Value(nn::ReduceMeanOp::create(b, v[0], b.getDenseI64ArrayAttr({rankOf(v[0]) - 2}),

@@ -46,9 +46,13 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 
 /// The feature axis of a hyper op must be the last one of operand 0.
 LogicalResult verifyAxisLast(Operation *op) {
-  auto iface = cast<StreamOpInterface>(op);
   int64_t rank = cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
-  if (iface.getFeatureAxisIndex() != rank - 1)
+  int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+  if (auto iface = dyn_cast<StreamOpInterface>(op))
+    axis = iface.getFeatureAxisIndex();
+  else if (axis < 0) // hyper_write_grad: the axis of its stream operands
+    axis += rank;
+  if (axis != rank - 1)
     return op->emitOpError() << "a hyper stream needs the feature axis last (axis -1 or "
                              << rank - 1 << "), got axis "
                              << op->getAttrOfType<IntegerAttr>("axis").getInt();
@@ -192,4 +196,34 @@ LogicalResult HyperReduceOp::verify() {
   if (failed(info))
     return failure();
   return verifyResult(*this, info->stateShape, info->type.getElementType());
+}
+
+LogicalResult HyperWriteGradOp::verify() {
+  auto info = verifyHyperStream(*this, getX());
+  if (failed(info))
+    return failure();
+  if (getG().getType() != getX().getType())
+    return emitOpError() << "'g' (the adjoint of the write's result) must have the type of 'X', "
+                         << info->type << ", got " << getG().getType();
+  if (!info->type.hasStaticShape())
+    return emitOpError() << "needs static shapes, got 'X' : " << info->type;
+  auto u = cast<RankedTensorType>(getU().getType());
+  if (!shapesAgree(u.getShape(), info->stateShape) || u.getElementType() != info->type.getElementType())
+    return emitOpError() << "'u' must be the hyper stream " << info->type << " without its stream axis ("
+                         << shapeText(info->stateShape) << "), got " << u;
+  if (failed(verifyCoefficient(*this, "post", getPost(), {info->n}, info->perStream, *info)))
+    return failure();
+  SmallVector<int64_t> resShape = info->perStream;
+  resShape.push_back(info->n);
+  Type elt = info->type.getElementType();
+  auto check = [&](Value r, StringRef name, ArrayRef<int64_t> expected) -> LogicalResult {
+    auto type = cast<RankedTensorType>(r.getType());
+    if (!shapesAgree(type.getShape(), expected) || type.getElementType() != elt)
+      return emitOpError() << "result '" << name << "' must be " << shapeText(expected) << " of "
+                           << elt << ", got " << type;
+    return success();
+  };
+  return failure(failed(check(getDu(), "du", info->stateShape)) ||
+                 failed(check(getDpost(), "dpost", info->perStream)) ||
+                 failed(check(getDres(), "dres", resShape)));
 }

@@ -145,6 +145,51 @@ def Residual_HyperWriteOp : Residual_StreamOp<"hyper_write", [
 }
 
 //===----------------------------------------------------------------------===//
+// residual.hyper_write_grad
+//===----------------------------------------------------------------------===//
+
+def Residual_HyperWriteGradOp : Residual_Op<"hyper_write_grad", [Pure]> {
+  let summary = "the sums of `hyper_write`'s reverse that read the stream's adjoint";
+  let description = [{
+    With `g` the adjoint of a `residual.hyper_write`'s result (`[..., n, d]`),
+    `X` and `u` its stream and branch operands and `post` its `[n]` or
+    `[..., n]` coefficient, the three sums of the write's reverse rule that
+    read `g`:
+
+    ```
+    du[..., :]      = sum_i post[..., i] * g[..., i, :]
+    dpost[..., i]   = sum_k g[..., i, k] * u[..., k]
+    dres[..., i, j] = sum_k g[..., i, k] * X[..., j, k]
+    ```
+
+    `dpost` and `dres` are per token (the reverse rule sums them over the
+    tokens for static coefficients). Written by the reverse rule of
+    `residual.hyper_write` (lib/Autodiff/ResidualRules.cpp) so the three sums
+    are one pass over each token's rows instead of three over the stream:
+    on the CPU, `rewire-hyper-to-kernel` calls the runtime's fused kernel
+    (runtime/HyperKernels.c); elsewhere `residual-decompose` expands it into
+    a `residual.hyper_read` and two nn reductions, which are also its
+    definition (`residual::decomposeHyperWriteGrad`). Shapes must be static.
+
+    Example:
+    ```mlir
+    %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1
+        : tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>, tensor<2x16x64xf32>, tensor<2x16x4xf32>
+        -> tensor<2x16x64xf32>, tensor<2x16x4xf32>, tensor<2x16x4x4xf32>
+    ```
+  }];
+  let arguments = !con((ins Residual_FloatTensor:$g, Residual_FloatTensor:$X,
+                            Residual_FloatTensor:$u, Residual_FloatTensor:$post),
+                       StreamAttrs);
+  let results = (outs Residual_FloatTensor:$du, Residual_FloatTensor:$dpost,
+                      Residual_FloatTensor:$dres);
+  let assemblyFormat = !strconcat("$g `,` $X `,` $u `,` $post ", StreamAttrsFormat,
+                       " `:` type($g) `,` type($X) `,` type($u) `,` type($post) `->` ",
+                       "type($du) `,` type($dpost) `,` type($dres)");
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // residual.hyper_reduce
 //===----------------------------------------------------------------------===//
 

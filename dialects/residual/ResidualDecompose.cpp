@@ -92,14 +92,34 @@ void residual::featureAxisLastPermutation(int64_t rank, int64_t axis,
 ArrayRef<std::string> residual::unfusedStreamOps() {
   static const std::string names[] = {LaurelOp::getOperationName().str(),
                                       HyperCoeffsOp::getOperationName().str(),
-                                      ValueMixOp::getOperationName().str()};
+                                      ValueMixOp::getOperationName().str(),
+                                      HyperWriteGradOp::getOperationName().str()};
   return names;
 }
 
 LogicalResult residual::decomposeStreamOps(Operation *root, ArrayRef<std::string> names) {
+  auto named = [&](Operation *op) {
+    return names.empty() || llvm::is_contained(names, op->getName().getStringRef());
+  };
+  SmallVector<HyperWriteGradOp> grads;
+  root->walk([&](HyperWriteGradOp op) {
+    if (named(op))
+      grads.push_back(op);
+  });
+  for (HyperWriteGradOp op : grads) {
+    ImplicitLocOpBuilder b(op->getLoc(), op);
+    SmallVector<Value, 3> values = decomposeHyperWriteGrad(b, op);
+    for (auto [result, value] : llvm::zip(op->getResults(), values)) {
+      if (result.getType() != value.getType())
+        return op->emitOpError("internal error: the decomposition's type ")
+               << value.getType() << " for " << result.getType();
+      result.replaceAllUsesWith(value);
+    }
+    op->erase();
+  }
   SmallVector<StreamOpInterface> ops;
   root->walk([&](StreamOpInterface op) {
-    if (names.empty() || llvm::is_contained(names, op->getName().getStringRef()))
+    if (named(op))
       ops.push_back(op);
   });
   for (StreamOpInterface op : ops) {

@@ -15,7 +15,8 @@ namespace rewire::residual {
 
 /// Replaces every stream op under `root` (only those named in `ops`, e.g.
 /// "residual.laurel", when it is not empty) by its decomposition into nn ops
-/// (StreamOpInterface::decompose); residual.route stays. Fails, with the
+/// (StreamOpInterface::decompose; residual.hyper_write_grad, which reverse
+/// rules write, likewise); residual.route stays. Fails, with the
 /// op's error, on one that cannot be decomposed.
 mlir::LogicalResult decomposeStreamOps(mlir::Operation *root, llvm::ArrayRef<std::string> ops = {});
 
@@ -51,6 +52,21 @@ mlir::Value rmsScale(mlir::ImplicitLocOpBuilder &b, mlir::Value x, double eps);
 mlir::Value hyperCoeffsRows(mlir::ImplicitLocOpBuilder &b, HyperCoeffsOp op, mlir::Value x);
 mlir::FailureOr<mlir::Value> hyperCoeffsMap(mlir::ImplicitLocOpBuilder &b, HyperCoeffsOp op,
                                             mlir::Value z, mlir::Value alpha, mlir::Value bias);
+
+/// The sums of residual.hyper_write's reverse that read its adjoint `g`,
+/// in nn ops: `du` (of type `duType`) as a residual.hyper_read of `g` by
+/// `post` (which has a fused lowering), `dpost = sum_d g u` and
+/// `dres = g . X^T` per token. The definition of residual.hyper_write_grad
+/// (decomposeHyperWriteGrad), and the reverse rule's arithmetic where that
+/// op does not apply (dynamic shapes).
+llvm::SmallVector<mlir::Value, 3> hyperWriteGradSums(mlir::ImplicitLocOpBuilder &b, mlir::Value g,
+                                                     mlir::Value x, mlir::Value u,
+                                                     mlir::Value post, mlir::Type duType,
+                                                     mlir::IntegerAttr axis,
+                                                     mlir::IntegerAttr stream,
+                                                     mlir::IntegerAttr layer);
+llvm::SmallVector<mlir::Value, 3> decomposeHyperWriteGrad(mlir::ImplicitLocOpBuilder &b,
+                                                          HyperWriteGradOp op);
 
 /// The gate `r` of `op` in nn ops, on `h`, `u`, `weight`, `bias` (the op's
 /// operands or values of their types): `sigmoid(concat[rms(h), rms(u)] W +

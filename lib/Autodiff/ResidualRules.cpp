@@ -192,8 +192,10 @@ struct HyperReadRule : ReverseModeOpInterface::ExternalModel<HyperReadRule, resi
 };
 
 /// X' = res . X + post^T u: dX = res^T . g, du = sum_i post_i g_i (a
-/// hyper_read of the adjoint: one pass), dpost_i = sum_d g_i u and
-/// dres = g . X^T, summed over the tokens when static.
+/// hyper_read of the adjoint), dpost_i = sum_d g_i u and dres = g . X^T,
+/// summed over the tokens when static. With static shapes the last three
+/// are one residual.hyper_write_grad (its decomposition is this same
+/// arithmetic).
 struct HyperWriteRule
     : ReverseModeOpInterface::ExternalModel<HyperWriteRule, residual::HyperWriteOp> {
   LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
@@ -204,13 +206,28 @@ struct HyperWriteRule
     if (dx.getType() != op.getX().getType())
       dx = broadcastTo(b, dx, op.getX().getType());
     out.push_back(dx);
-    out.push_back(residual::HyperReadOp::create(b, op.getU().getType(), g[0], op.getPost(),
-                                                op.getAxisAttr(), op.getStreamAttr(),
-                                                op.getLayerAttr()));
-    Value dpost = sumAxis(b, nn::MulOp::create(b, g[0], unsqueezeAt(b, op.getU(), -2)), -1);
-    out.push_back(sumToShape(b, dpost, op.getPost().getType()));
-    Value dres = nn::MatMulOp::create(b, g[0], transposeLast(b, op.getX()));
-    out.push_back(sumToShape(b, dres, cast<RankedTensorType>(res.getType())));
+    // The three sums that read g: one op with static shapes (one pass over
+    // each token's rows where it has a fused lowering,
+    // rewire-hyper-to-kernel), its arithmetic in nn ops otherwise.
+    auto xt = cast<RankedTensorType>(op.getX().getType());
+    SmallVector<Value, 3> sums;
+    if (xt.hasStaticShape() && g[0].getType() == xt) {
+      SmallVector<int64_t> perStream(xt.getShape().drop_back());
+      SmallVector<int64_t> resShape(perStream);
+      resShape.push_back(xt.getShape()[xt.getRank() - 2]);
+      auto grad = residual::HyperWriteGradOp::create(
+          b, op.getU().getType(), RankedTensorType::get(perStream, xt.getElementType()),
+          RankedTensorType::get(resShape, xt.getElementType()), g[0], op.getX(), op.getU(),
+          op.getPost(), op.getAxisAttr(), op.getStreamAttr(), op.getLayerAttr());
+      sums.append(grad->result_begin(), grad->result_end());
+    } else {
+      sums = residual::hyperWriteGradSums(b, g[0], op.getX(), op.getU(), op.getPost(),
+                                          op.getU().getType(), op.getAxisAttr(),
+                                          op.getStreamAttr(), op.getLayerAttr());
+    }
+    out.push_back(sums[0]);
+    out.push_back(sumToShape(b, sums[1], op.getPost().getType()));
+    out.push_back(sumToShape(b, sums[2], cast<RankedTensorType>(res.getType())));
     return success();
   }
 };

@@ -80,6 +80,12 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // No cse here: it merges the `tensor.empty` + zero `linalg.fill` inits of
   // different ops, and one-shot bufferization then copies the shared buffer
   // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
+  // The CPU takes the sums of a hyper stream write's reverse that read the
+  // stream's adjoint in one pass (runtime/HyperKernels.c); CUDA, and what
+  // the kernel does not take, run their decomposition.
+  if (!options.cuda)
+    pm.addPass(rewire::createHyperToKernel(
+        HyperToKernelOptions{static_cast<int64_t>(options.threads)}));
   OpPassManager &fn = pm.nest<func::FuncOp>();
   // Forms without a fused lowering run as their decomposition.
   ResidualDecomposeOptions unfused;

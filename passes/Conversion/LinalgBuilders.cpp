@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/LinalgBuilders.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -55,6 +56,14 @@ rewire::BufferView rewire::describeBuffer(OpBuilder &b, Location loc, Value memr
   r.sizes.assign(md.getSizes().begin(), md.getSizes().end());
   r.strides.assign(md.getStrides().begin(), md.getStrides().end());
   return r;
+}
+
+Value rewire::readOnlyBuffer(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                       SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic));
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType(), layout);
+  return bufferization::ToBufferOp::create(b, loc, memrefType, t, /*readOnly=*/true);
 }
 
 func::FuncOp rewire::declareRuntimeFunction(ModuleOp module, StringRef name, TypeRange args) {

@@ -50,6 +50,11 @@ struct BufferView {
 };
 BufferView describeBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
 
+/// Tensor `t` as a read-only buffer of any strides and offset
+/// (`bufferization.to_buffer read_only`): what a runtime kernel reads in
+/// place through describeBuffer.
+mlir::Value readOnlyBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value t);
+
 /// The private declaration of runtime function `name` in `module`, created
 /// (at its end) with `args -> ()` if missing.
 mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module, llvm::StringRef name,

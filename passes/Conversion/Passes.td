@@ -415,6 +415,44 @@ def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
+  let summary = "Call the runtime's fused per-token kernel for f32 residual.hyper_write_grad";
+  let description = [{
+    Replaces every `residual.hyper_write_grad` on static f32 tensors (the
+    sums of a hyper stream write's reverse that read the stream's adjoint:
+    `du`, `dpost`, `dres`) by a call to `rewire_hyper_write_grad`
+    (runtime/HyperKernels.c), which reads each token's `n` rows of the
+    adjoint and of the stream once and takes every sum from the cache: one
+    pass instead of the three of the op's decomposition (a `hyper_read` and
+    two reductions, each reading the `[..., n, d]` adjoint). The token
+    dimensions are collapsed into one (a view of the producers' buffers;
+    bufferization copies where a layout cannot be collapsed); operands are
+    read through `bufferization.to_buffer` (read-only, any strides: the
+    kernel gets the aligned pointer, offset and strides of each, a static
+    `post` with token stride 0); results are fresh buffers wrapped by
+    `bufferization.to_tensor restrict`. rewire-compile runs it for CPU
+    targets before `residual-decompose`, which expands the ops left (other
+    element types, dynamic shapes) and, for CUDA, all of them.
+
+    ```mlir
+    %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1 : ...
+    // becomes
+    %gb = bufferization.to_buffer %g_tokens read_only : ... to memref<32x4x64xf32, strided<[?, ?, ?], offset: ?>>
+    ...
+    %du_buf = memref.alloc() {alignment = 64 : i64} : memref<32x64xf32>
+    call @rewire_hyper_write_grad(%gp, %goff, %gs0, %gs1, %gs2, ..., %c32, %c4, %c64, %threads) : (index, ...) -> ()
+    %du_t = bufferization.to_tensor %du_buf restrict writable : ...
+    ```
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "0",
+           "OpenMP threads of the kernel (0: all, as --loop-threads)">,
+  ];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {
   let summary = "Call the runtime's BLAS GEMM for f32 contractions on buffers";
   let description = [{

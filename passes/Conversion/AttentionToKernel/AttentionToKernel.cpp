@@ -70,15 +70,6 @@ nn::TransposeOp transposeOf(Value t) {
   return tr && cast<RankedTensorType>(t.getType()).getRank() == 4 ? tr : nn::TransposeOp();
 }
 
-/// `t` as a read-only buffer of any strides.
-Value readBuffer(OpBuilder &b, Location loc, Value t) {
-  auto type = cast<RankedTensorType>(t.getType());
-  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
-                                       SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic));
-  auto memrefType = MemRefType::get(type.getShape(), type.getElementType(), layout);
-  return bufferization::ToBufferOp::create(b, loc, memrefType, t, /*readOnly=*/true);
-}
-
 /// Where results of a kernel land when each of them (in `targets`, the
 /// layout it is written in, [d0, d1, d2, d3]) is only reshaped to
 /// [d0, d1, d2 * d3] and all of them are the operands of one nn.concat
@@ -157,9 +148,9 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
   // write them) is read through its source's strides: no transposed copy.
   auto read = [&](Value t) {
     if (auto tr = transposeOf(t))
-      pass(readBuffer(b, loc, tr.getX()), permOf(tr));
+      pass(readOnlyBuffer(b, loc, tr.getX()), permOf(tr));
     else
-      pass(readBuffer(b, loc, t));
+      pass(readOnlyBuffer(b, loc, t));
   };
   read(op.getQ());
   read(op.getK());
@@ -168,7 +159,7 @@ void rewrite(Op op, ValueRange extraInputs, func::FuncOp callee, int64_t threads
   if (Value bias = op.getBias()) {
     // Aligned to the scores' trailing dimensions; broadcast ones read with
     // stride 0.
-    rewire::BufferView view = rewire::describeBuffer(b, loc, readBuffer(b, loc, bias));
+    rewire::BufferView view = rewire::describeBuffer(b, loc, readOnlyBuffer(b, loc, bias));
     auto bt = cast<RankedTensorType>(bias.getType());
     int64_t lead = 4 - bt.getRank();
     args.push_back(view.ptr);

@@ -559,3 +559,43 @@ func.func @route_select_rate(%m: tensor<2x8x1xf32>) -> tensor<2x1xi64> {
   %0 = residual.route_select %m rate 1.0 : tensor<2x8x1xf32> -> tensor<2x1xi64>
   return %0 : tensor<2x1xi64>
 }
+
+// -----
+
+func.func @hyper_write_grad_g(%g: tensor<2x4x16xf32>, %X: tensor<2x4x8xf32>, %u: tensor<2x8xf32>, %p: tensor<2x4xf32>) {
+  // expected-error @+1 {{'g' (the adjoint of the write's result) must have the type of 'X', 'tensor<2x4x8xf32>', got 'tensor<2x4x16xf32>'}}
+  %du, %dp, %dr = residual.hyper_write_grad %g, %X, %u, %p stream 0 layer 0 : tensor<2x4x16xf32>, tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<2x4xf32> -> tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_write_grad_dynamic(%g: tensor<?x4x8xf32>, %X: tensor<?x4x8xf32>, %u: tensor<?x8xf32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{needs static shapes, got 'X' : 'tensor<?x4x8xf32>'}}
+  %du, %dp, %dr = residual.hyper_write_grad %g, %X, %u, %p stream 0 layer 0 : tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?x8xf32>, tensor<4xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_write_grad_post(%g: tensor<2x4x8xf32>, %X: tensor<2x4x8xf32>, %u: tensor<2x8xf32>, %p: tensor<3xf32>) {
+  // expected-error @+1 {{'post' must be [4] or [2, 4] for the hyper stream 'tensor<2x4x8xf32>', got 'tensor<3xf32>'}}
+  %du, %dp, %dr = residual.hyper_write_grad %g, %X, %u, %p stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<3xf32> -> tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_write_grad_dres(%g: tensor<2x4x8xf32>, %X: tensor<2x4x8xf32>, %u: tensor<2x8xf32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{result 'dres' must be [2, 4, 4] of 'f32', got 'tensor<4x4xf32>'}}
+  %du, %dp, %dr = residual.hyper_write_grad %g, %X, %u, %p stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<4xf32> -> tensor<2x8xf32>, tensor<2x4xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_write_grad_axis(%g: tensor<2x4x8xf32>, %X: tensor<2x4x8xf32>, %u: tensor<2x8xf32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{a hyper stream needs the feature axis last (axis -1 or 2), got axis 1}}
+  %du, %dp, %dr = residual.hyper_write_grad %g, %X, %u, %p axis 1 stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<4xf32> -> tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4x4xf32>
+  return
+}

@@ -143,6 +143,8 @@ func.func @hyper(%h: tensor<2x8x64xf32>, %u: tensor<2x8x64xf32>, %a: tensor<f32>
   %X2 = residual.hyper_write %X1, %x, %b, %bb stream 0 layer 1 : tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<4xf32>, tensor<4x4xf32>
   // CHECK: residual.hyper_reduce {{.*}} stream 0 layer 1 : tensor<2x8x4x64xf32> -> tensor<2x8x64xf32>
   %o = residual.hyper_reduce %X2 stream 0 layer 1 : tensor<2x8x4x64xf32> -> tensor<2x8x64xf32>
+  // CHECK: residual.hyper_write_grad {{.*}} stream 0 layer 1 : tensor<2x8x4x64xf32>, tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<4xf32> -> tensor<2x8x64xf32>, tensor<2x8x4xf32>, tensor<2x8x4x4xf32>
+  %du, %dp, %dr = residual.hyper_write_grad %X2, %X1, %x, %b stream 0 layer 1 : tensor<2x8x4x64xf32>, tensor<2x8x4x64xf32>, tensor<2x8x64xf32>, tensor<4xf32> -> tensor<2x8x64xf32>, tensor<2x8x4xf32>, tensor<2x8x4x4xf32>
   return %o : tensor<2x8x64xf32>
 }
 

@@ -1,0 +1,66 @@
+// RUN: rewire-opt %s --split-input-file --rewire-hyper-to-kernel="threads=2" --cse | FileCheck %s
+
+// Per-token coefficients (mHC): the two token dims collapsed into one for
+// every operand, each read through a read-only buffer of any strides
+// (pointer, offset, strides), the three results fresh 64-byte-aligned
+// buffers expanded back; then tokens, n, d and the threads.
+// CHECK-LABEL: func.func @per_token
+func.func @per_token(%g: tensor<2x3x4x8xf32>, %x: tensor<2x3x4x8xf32>, %u: tensor<2x3x8xf32>, %post: tensor<2x3x4xf32>)
+    -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>) {
+  // CHECK-DAG: %[[GC:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x8xf32> into tensor<6x4x8xf32>
+  // CHECK-DAG: %[[GB:.*]] = bufferization.to_buffer %[[GC]] read_only : tensor<6x4x8xf32> to memref<6x4x8xf32, strided<[?, ?, ?], offset: ?>>
+  // CHECK-DAG: %[[UC:.*]] = tensor.collapse_shape %arg2 {{\[\[}}0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+  // CHECK-DAG: %[[PC:.*]] = tensor.collapse_shape %arg3 {{\[\[}}0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
+  // CHECK-DAG: %[[DU:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
+  // CHECK-DAG: %[[DP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4xf32>
+  // CHECK-DAG: %[[DR:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x4xf32>
+  // CHECK-DAG: %[[C6:.*]] = arith.constant 6 : index
+  // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+  // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+  // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+  // CHECK: call @rewire_hyper_write_grad({{.*}}, %[[C6]], %[[C4]], %[[C8]], %[[C2]])
+  // CHECK: %[[T:.*]] = bufferization.to_tensor %[[DU]] restrict writable : memref<6x8xf32> to tensor<6x8xf32>
+  // CHECK: tensor.expand_shape %[[T]] {{\[\[}}0, 1], [2]] output_shape [2, 3, 8]
+  // CHECK: bufferization.to_tensor %[[DP]] restrict writable
+  // CHECK: bufferization.to_tensor %[[DR]] restrict writable
+  // CHECK-NOT: residual.hyper_write_grad
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 1
+      : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>
+      -> tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
+  return %du, %dpost, %dres : tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
+}
+// CHECK: func.func private @rewire_hyper_write_grad(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+
+// -----
+
+// Static coefficients (HC): post read as [n] with token stride 0; one
+// token dim is used as it is.
+// CHECK-LABEL: func.func @static_post
+func.func @static_post(%g: tensor<5x2x8xf32>, %x: tensor<5x2x8xf32>, %u: tensor<5x8xf32>, %post: tensor<2xf32>)
+    -> (tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>) {
+  // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+  // CHECK-DAG: %[[PB:.*]] = bufferization.to_buffer %arg3 read_only : tensor<2xf32> to memref<2xf32, strided<[?], offset: ?>>
+  // CHECK-DAG: %{{[^,]*}}, %[[OFF:[^,]*]], %{{[^,]*}}, %[[STRIDE:[^ ]*]] = memref.extract_strided_metadata %[[PB]]
+  // CHECK-DAG: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[PB]]
+  // CHECK-NOT: tensor.collapse_shape
+  // CHECK: call @rewire_hyper_write_grad({{.*}}, %[[PTR]], %[[OFF]], %[[C0]], %[[STRIDE]], {{.*}})
+  // CHECK-NOT: tensor.expand_shape
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 0
+      : tensor<5x2x8xf32>, tensor<5x2x8xf32>, tensor<5x8xf32>, tensor<2xf32>
+      -> tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+  return %du, %dpost, %dres : tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+}
+
+// -----
+
+// Other element types stay for residual-decompose.
+// CHECK-LABEL: func.func @f16
+func.func @f16(%g: tensor<5x2x8xf16>, %x: tensor<5x2x8xf16>, %u: tensor<5x8xf16>, %post: tensor<5x2xf16>)
+    -> (tensor<5x8xf16>, tensor<5x2xf16>, tensor<5x2x2xf16>) {
+  // CHECK: residual.hyper_write_grad
+  // CHECK-NOT: call
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 0
+      : tensor<5x2x8xf16>, tensor<5x2x8xf16>, tensor<5x8xf16>, tensor<5x2xf16>
+      -> tensor<5x8xf16>, tensor<5x2xf16>, tensor<5x2x2xf16>
+  return %du, %dpost, %dres : tensor<5x8xf16>, tensor<5x2xf16>, tensor<5x2x2xf16>
+}
