@@ -83,7 +83,7 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // The CPU takes the sums of a hyper stream write's reverse that read the
   // stream's adjoint in one pass (runtime/HyperKernels.c); CUDA, and what
   // the kernel does not take, run their decomposition.
-  if (!options.cuda)
+  if (options.hyperKernels && !options.cuda)
     pm.addPass(rewire::createHyperToKernel(
         HyperToKernelOptions{static_cast<int64_t>(options.threads)}));
   OpPassManager &fn = pm.nest<func::FuncOp>();
@@ -254,6 +254,9 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<bool> fusedAttention{*this, "fused-attention",
                               llvm::cl::desc("attention as the runtime's fused kernel"),
                               llvm::cl::init(true)};
+  Option<bool> hyperKernels{*this, "hyper-kernels",
+                            llvm::cl::desc("a hyper stream's per-token sums as the runtime's kernel"),
+                            llvm::cl::init(true)};
   Option<unsigned> threads{*this, "loop-threads",
                            llvm::cl::desc("OpenMP threads of the generated loops (0: OpenMP's default, 1: none)"),
                            llvm::cl::init(0)};
@@ -265,6 +268,7 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
     o.checkIndices = checkIndices;
     o.blas = blas;
     o.fusedAttention = fusedAttention;
+    o.hyperKernels = hyperKernels;
     o.threads = threads;
     return o;
   }

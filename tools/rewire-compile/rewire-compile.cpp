@@ -90,6 +90,11 @@ static cl::opt<bool> fusedAttention(
     cl::desc("CPU: run attention (ONNX Attention, or the exporters' MatMul/Softmax/MatMul "
              "subgraph) as the runtime's fused kernel (default on; =false expands it into loops)"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> hyperKernels(
+    "hyper-kernels",
+    cl::desc("CPU: run the per-token sums of a hyper stream write's reverse (HC, mHC training) "
+             "as the runtime's kernel (default on; =false runs their decomposition's loops)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> preciseMath(
     "precise-math",
     cl::desc("Call libm for exp/tanh/erf instead of vectorizable polynomial approximations"),
@@ -195,6 +200,7 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   options.blas = !noBlas;
   options.fusedAttention = fusedAttention;
+  options.hyperKernels = hyperKernels;
   options.checkIndices = checkIndices;
   options.threads = threads;
   options.seed = seed;

@@ -85,6 +85,10 @@ struct CompileOptions {
   /// (rewire-attention-to-kernel) instead of expanding it into loops over a
   /// [Tq, Tk] score tensor.
   bool fusedAttention = true;
+  /// CPU: run the per-token sums of a hyper stream write's reverse as the
+  /// runtime's kernel (rewire-hyper-to-kernel) instead of their
+  /// decomposition's loops.
+  bool hyperKernels = true;
   /// Call libm for exp/tanh/erf/... instead of vectorizable polynomial
   /// approximations (which -O2 and above use otherwise on the CPU; the CUDA
   /// target always uses the hardware's and libdevice's).
