@@ -64,3 +64,22 @@ func.func @f16(%g: tensor<5x2x8xf16>, %x: tensor<5x2x8xf16>, %u: tensor<5x8xf16>
       -> tensor<5x8xf16>, tensor<5x2xf16>, tensor<5x2x2xf16>
   return %du, %dpost, %dres : tensor<5x8xf16>, tensor<5x2xf16>, tensor<5x2x2xf16>
 }
+
+// -----
+
+// No token dims: one unit token, the operands expanded to [1, ...] and the
+// results collapsed back.
+// CHECK-LABEL: func.func @one_token
+func.func @one_token(%g: tensor<4x8xf32>, %x: tensor<4x8xf32>, %u: tensor<8xf32>, %post: tensor<4xf32>)
+    -> (tensor<8xf32>, tensor<4xf32>, tensor<4x4xf32>) {
+  // CHECK-DAG: tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  // CHECK-DAG: tensor.expand_shape %arg2 {{\[\[}}0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  // CHECK-DAG: tensor.expand_shape %arg3 {{\[\[}}0, 1]] output_shape [1, 4] : tensor<4xf32> into tensor<1x4xf32>
+  // CHECK: call @rewire_hyper_write_grad(
+  // CHECK-DAG: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x8xf32> into tensor<8xf32>
+  // CHECK-DAG: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<1x4x4xf32> into tensor<4x4xf32>
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 0
+      : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>
+      -> tensor<8xf32>, tensor<4xf32>, tensor<4x4xf32>
+  return %du, %dpost, %dres : tensor<8xf32>, tensor<4xf32>, tensor<4x4xf32>
+}

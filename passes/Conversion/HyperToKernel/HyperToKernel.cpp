@@ -45,17 +45,18 @@ bool supported(residual::HyperWriteGradOp op) {
   return true;
 }
 
-/// How `t` ([lead..., rest...], `rest` trailing dims) is seen as
-/// [tokens, rest...]: the leading dims grouped into one (a unit one added
-/// when there are none).
-SmallVector<ReassociationIndices> tokenGroups(int64_t rank, int64_t rest) {
-  int64_t lead = rank - rest;
+/// The reassociation between a tensor of `lead` token dims and `rest`
+/// trailing ones and its [tokens, rest...] view: the token dims grouped into
+/// one, or without token dims (`lead` 0) a unit token dim grouped with the
+/// first trailing one.
+SmallVector<ReassociationIndices> tokenGroups(int64_t lead, int64_t rest) {
   SmallVector<ReassociationIndices> groups;
   ReassociationIndices first;
-  for (int64_t i = 0; i < std::max<int64_t>(lead, 1); ++i)
+  int64_t firstSize = std::max<int64_t>(lead, 1) + (lead == 0 ? 1 : 0);
+  for (int64_t i = 0; i < firstSize; ++i)
     first.push_back(i);
   groups.push_back(first);
-  for (int64_t i = std::max<int64_t>(lead, 1); i < rank; ++i)
+  for (int64_t i = firstSize; i < std::max<int64_t>(lead, 1) + rest; ++i)
     groups.push_back({i});
   return groups;
 }
@@ -75,19 +76,19 @@ Value asTokens(OpBuilder &b, Location loc, Value t, int64_t rest) {
   auto type = cast<RankedTensorType>(t.getType());
   auto target = RankedTensorType::get(tokenShape(type, rest), type.getElementType());
   if (type.getRank() == rest) // no token dims: one unit token
-    return tensor::ExpandShapeOp::create(b, loc, target, t, tokenGroups(rest + 1, rest));
+    return tensor::ExpandShapeOp::create(b, loc, target, t, tokenGroups(0, rest));
   if (type.getRank() == rest + 1)
     return t;
-  return tensor::CollapseShapeOp::create(b, loc, t, tokenGroups(type.getRank(), rest));
+  return tensor::CollapseShapeOp::create(b, loc, t, tokenGroups(type.getRank() - rest, rest));
 }
 
 /// The inverse of asTokens for a result computed as [tokens, rest...].
 Value fromTokens(OpBuilder &b, Location loc, Value t, RankedTensorType type, int64_t rest) {
   if (type.getRank() == rest)
-    return tensor::CollapseShapeOp::create(b, loc, t, tokenGroups(rest + 1, rest));
+    return tensor::CollapseShapeOp::create(b, loc, t, tokenGroups(0, rest));
   if (type.getRank() == rest + 1)
     return t;
-  return tensor::ExpandShapeOp::create(b, loc, type, t, tokenGroups(type.getRank(), rest));
+  return tensor::ExpandShapeOp::create(b, loc, type, t, tokenGroups(type.getRank() - rest, rest));
 }
 
 void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads) {
