@@ -98,11 +98,15 @@ LogicalResult verifyCoefficient(Operation *op, StringRef name, Value v, ArrayRef
   return verifySameElement(op, name, v, info);
 }
 
-LogicalResult verifyResult(Operation *op, ArrayRef<int64_t> expected, Type elt) {
-  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+/// `result` (named in the message when the op has several) is `expected`
+/// of `elt`.
+LogicalResult verifyResult(Operation *op, ArrayRef<int64_t> expected, Type elt,
+                           Value result = {}, StringRef name = {}) {
+  auto type = cast<RankedTensorType>((result ? result : op->getResult(0)).getType());
   if (!shapesAgree(type.getShape(), expected) || type.getElementType() != elt)
-    return op->emitOpError() << "result must be " << shapeText(expected) << " of " << elt
-                             << ", got " << type;
+    return op->emitOpError() << "result " << (name.empty() ? "" : "'" + name.str() + "' ")
+                             << "must be " << shapeText(expected) << " of " << elt << ", got "
+                             << type;
   return success();
 }
 
@@ -216,14 +220,7 @@ LogicalResult HyperWriteGradOp::verify() {
   SmallVector<int64_t> resShape = info->perStream;
   resShape.push_back(info->n);
   Type elt = info->type.getElementType();
-  auto check = [&](Value r, StringRef name, ArrayRef<int64_t> expected) -> LogicalResult {
-    auto type = cast<RankedTensorType>(r.getType());
-    if (!shapesAgree(type.getShape(), expected) || type.getElementType() != elt)
-      return emitOpError() << "result '" << name << "' must be " << shapeText(expected) << " of "
-                           << elt << ", got " << type;
-    return success();
-  };
-  return failure(failed(check(getDu(), "du", info->stateShape)) ||
-                 failed(check(getDpost(), "dpost", info->perStream)) ||
-                 failed(check(getDres(), "dres", resShape)));
+  return failure(failed(verifyResult(*this, info->stateShape, elt, getDu(), "du")) ||
+                 failed(verifyResult(*this, info->perStream, elt, getDpost(), "dpost")) ||
+                 failed(verifyResult(*this, resShape, elt, getDres(), "dres")));
 }

@@ -97,40 +97,57 @@ ArrayRef<std::string> residual::unfusedStreamOps() {
   return names;
 }
 
+namespace {
+
+/// Replaces each `OpT` under `root` that `named` admits by the values
+/// `decompose` builds for its results (before it, in order).
+template <typename OpT>
+LogicalResult decomposeEach(
+    Operation *root, function_ref<bool(Operation *)> named,
+    function_ref<FailureOr<SmallVector<Value, 3>>(ImplicitLocOpBuilder &, OpT)> decompose) {
+  SmallVector<OpT> ops;
+  root->walk([&](OpT op) {
+    if (named(op))
+      ops.push_back(op);
+  });
+  for (OpT op : ops) {
+    ImplicitLocOpBuilder b(op->getLoc(), op);
+    FailureOr<SmallVector<Value, 3>> values = decompose(b, op);
+    if (failed(values))
+      return failure();
+    op->replaceAllUsesWith(ValueRange(*values));
+    op->erase();
+  }
+  return success();
+}
+
+} // namespace
+
 LogicalResult residual::decomposeStreamOps(Operation *root, ArrayRef<std::string> names) {
   auto named = [&](Operation *op) {
     return names.empty() || llvm::is_contained(names, op->getName().getStringRef());
   };
-  SmallVector<HyperWriteGradOp> grads;
-  root->walk([&](HyperWriteGradOp op) {
-    if (named(op))
-      grads.push_back(op);
-  });
-  for (HyperWriteGradOp op : grads) {
-    ImplicitLocOpBuilder b(op->getLoc(), op);
-    SmallVector<Value, 3> values = decomposeHyperWriteGrad(b, op);
-    for (auto [result, value] : llvm::zip(op->getResults(), values)) {
-      if (result.getType() != value.getType())
-        return op->emitOpError("internal error: the decomposition's type ")
-               << value.getType() << " for " << result.getType();
-      result.replaceAllUsesWith(value);
-    }
-    op->erase();
-  }
-  SmallVector<StreamOpInterface> ops;
-  root->walk([&](StreamOpInterface op) {
-    if (named(op))
-      ops.push_back(op);
-  });
-  for (StreamOpInterface op : ops) {
-    ImplicitLocOpBuilder b(op->getLoc(), op);
-    FailureOr<Value> value = op.decompose(b, op->getOperands());
-    if (failed(value))
-      return failure();
-    op->getResult(0).replaceAllUsesWith(*value);
-    op->erase();
-  }
-  return success();
+  // The reverse rules' op first: its decomposition writes a hyper_read,
+  // which a whole decomposition then decomposes too.
+  if (failed(decomposeEach<HyperWriteGradOp>(
+          root, named,
+          [](ImplicitLocOpBuilder &b, HyperWriteGradOp op) -> FailureOr<SmallVector<Value, 3>> {
+            SmallVector<Value, 3> values = decomposeHyperWriteGrad(b, op);
+            for (auto [result, value] : llvm::zip(op->getResults(), values))
+              if (result.getType() != value.getType())
+                return op->emitOpError("internal error: the decomposition's type ")
+                       << value.getType() << " for " << result.getType();
+            return values;
+          })))
+    return failure();
+  return decomposeEach<StreamOpInterface>(
+      root, named,
+      [](ImplicitLocOpBuilder &b, StreamOpInterface op) -> FailureOr<SmallVector<Value, 3>> {
+        FailureOr<Value> value = op.decompose(b, op->getOperands());
+        if (failed(value))
+          return failure();
+        return SmallVector<Value, 3>{*value};
+      });
 }
 
 Value residual::buildGate(ImplicitLocOpBuilder &b, GatedAddOp op, Value h, Value u, Value w,
