@@ -17,8 +17,13 @@
  * kMasked everywhere is skipped, without its products, once every row of
  * the block has seen a score above kSeen: its weights are then exactly 0
  * (exp of less than -1e29 underflows), as they are in the expanded
- * softmax, for scores below ~1e29. So a causal mask held as data (a
- * parameter, or computed by the graph) skips the same tiles as `causal`.
+ * softmax, for scores below ~1e29. Before the tiles, the team finds each
+ * bias row's last key it does not mask (biasKeys, once for all heads when
+ * the bias is broadcast over them): no tile is computed past a block's
+ * last such key, and no softmax past a row's, so a causal mask held as
+ * data (a parameter, or computed by the graph) computes the same tiles and
+ * columns as `causal` (and adds its bias). A row whose keys are all masked
+ * keeps every key (the expanded softmax then weights them all).
  *
  * Rows with no key to attend (causal with Tq > Tk, or a bias of -inf on
  * every key) give NaN, as the softmax of an all -inf row does in the
@@ -44,6 +49,13 @@ enum { kBlockQ = 64, kBlockK = 128 };
 /* A bias at or below kMasked masks its key; a running max above kSeen is a
  * real score (see the header). */
 static const float kMasked = -1e30f, kSeen = -1e29f;
+
+/* What biasKeys finds in a bias row: one past its last kept key (rowKeys),
+ * and whether every element before it is 0 (adding them changes no score:
+ * a causal mask's rows). */
+struct BiasRow {
+  int64_t keys, zero;
+};
 
 /* exp(x) for x <= 0 (scores minus their row max): 2^n e^r with
  * n = round(x / ln 2), |r| <= ln 2 / 2, and Cephes' degree-6 polynomial
@@ -171,11 +183,12 @@ static int sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha,
 
 /* One tile's scaled scores s = scale * q k^T (+ bias) for query rows
  * [i0, i0 + rows) and key columns [j0, j0 + cols) (leading dim kBlockK), and
- * the columns each row attends (limit[r], the causal mask's). Returns 0 if
- * the SGEMM failed. */
+ * the columns each row attends (limit[r]: the causal mask's, and before
+ * keep[r].keys where given). Returns 0 if the SGEMM failed. */
 static int tileScores(float *s, int64_t *limit, const float *qm, int64_t ldq, const float *km,
-                      int64_t ldk, const float *bias, int64_t sT, int64_t sK, int64_t i0,
-                      int64_t j0, int64_t rows, int64_t cols, int64_t d, float scale,
+                      int64_t ldk, const float *bias, int64_t sT, int64_t sK,
+                      const struct BiasRow *keep,
+                      int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t d, float scale,
                       int64_t causal, int64_t shift) {
   int ok = 1;
   if (d > 0) {
@@ -188,9 +201,96 @@ static int tileScores(float *s, int64_t *limit, const float *qm, int64_t ldq, co
     addBias(s, kBlockK, bias, sT, sK, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
     int64_t n = causal ? i0 + r + shift - j0 + 1 : cols;
+    if (keep && keep[r].keys - j0 < n)
+      n = keep[r].keys - j0;
     limit[r] = n < 0 ? 0 : n > cols ? cols : n;
   }
   return ok;
+}
+
+/* One past the last of a bias row's tk keys (stride sK) that it does not
+ * mask (NaN counts as kept), or tk where it masks every key (the row then
+ * weights them all, as the expanded softmax does). Scanned from the right,
+ * 64 keys at a time. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static int64_t rowKeys(const float *row, int64_t sK, int64_t tk) {
+  int64_t j = tk;
+  while (j > 0) {
+    int64_t from = j >= 64 ? j - 64 : 0;
+    int32_t kept = 0;
+    if (sK == 1) {
+#pragma omp simd reduction(| : kept)
+      for (int64_t c = from; c < j; ++c)
+        kept |= !(row[c] <= kMasked);
+    } else {
+      for (int64_t c = from; c < j; ++c)
+        kept |= !(row[c * sK] <= kMasked);
+    }
+    if (kept) {
+      while (row[(j - 1) * sK] <= kMasked)
+        --j;
+      return j;
+    }
+    j = from;
+  }
+  return tk;
+}
+
+/* Whether row[0 : n) (stride sK) is all 0. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static int allZero(const float *row, int64_t sK, int64_t n) {
+  int32_t nonzero = 0;
+  if (sK == 1) {
+#pragma omp simd reduction(| : nonzero)
+    for (int64_t c = 0; c < n; ++c)
+      nonzero |= row[c] != 0.0f;
+  } else {
+    for (int64_t c = 0; c < n; ++c)
+      nonzero |= row[c * sK] != 0.0f;
+  }
+  return !nonzero;
+}
+
+/* The bias's rows differ along batch and head only where their strides are
+ * not 0: a BiasRow for each distinct row, [nb, nh, tq] at `rows`, shared by
+ * the team (inside its parallel region; the loop's barrier ends it). */
+static void biasKeys(struct BiasRow *rows, const float *bias, int64_t msB, int64_t msH,
+                     int64_t msT, int64_t msK, int64_t nb, int64_t nh, int64_t tq, int64_t tk) {
+#pragma omp for schedule(static)
+  for (int64_t x = 0; x < nb * nh * tq; ++x) {
+    int64_t b = x / (nh * tq), h = x / tq % nh, i = x % tq;
+    const float *row = bias + b * msB + h * msH + i * msT;
+    rows[x].keys = rowKeys(row, msK, tk);
+    rows[x].zero = allZero(row, msK, rows[x].keys);
+  }
+}
+
+/* The keys a block computes under a bias: one past its rows' last kept key,
+ * at most `end`; *zero: whether the block's bias is 0 on all of them. */
+static int64_t blockEnd(const struct BiasRow *rows, int64_t count, int64_t end, int *zero) {
+  int64_t last = 0;
+  *zero = 1;
+  for (int64_t r = 0; r < count; ++r) {
+    if (rows[r].keys > last)
+      last = rows[r].keys;
+    *zero &= rows[r].zero != 0;
+  }
+  return last < end ? last : end;
+}
+
+/* The rows of biasKeys' table: 0 without a bias, else nb x nh x tq,
+ * where nb and nh are the batch and heads along which the bias varies; -1
+ * if its size in bytes overflows. */
+static int64_t biasKeyCount(const float *bias, int64_t msB, int64_t msH, int64_t batch,
+                            int64_t heads, int64_t tq) {
+  size_t n, bytes;
+  if (!bias)
+    return 0;
+  if (__builtin_mul_overflow(msB ? (size_t)batch : 1, msH ? (size_t)heads : 1, &n) ||
+      __builtin_mul_overflow(n, (size_t)tq, &n) ||
+      __builtin_mul_overflow(n, sizeof(struct BiasRow), &bytes) || n > (size_t)INT64_MAX)
+    return -1;
+  return (int64_t)n;
 }
 
 /* Per-thread scratch, in floats. */
@@ -244,12 +344,16 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
            mulAdd(&per, 2 * kBlockQ, 1); /* limit: int64 = two floats */
   per = (per + 15) / 16 * 16;
   size_t bytes = 0;
-  if (!ok || !mulAdd(&bytes, per * sizeof(float), (size_t)team)) {
+  int64_t nb = msB ? batch : 1, nh = msH ? heads : 1;
+  int64_t keys = biasKeyCount(M, msB, msH, batch, heads, tq);
+  if (!ok || keys < 0 || !mulAdd(&bytes, per * sizeof(float), (size_t)team) ||
+      !mulAdd(&bytes, (size_t)keys, sizeof(struct BiasRow))) {
     rewire_kernel_failed("attention: the scratch size of the fused attention kernel overflows "
-                         "(head size too large)");
+                         "(head size or mask too large)");
     return;
   }
   float *scratch = (float *)_mlir_memref_to_llvm_alloc(bytes);
+  struct BiasRow *keepAll = (struct BiasRow *)(scratch + per * (size_t)team);
   int failed = 0;
 
 #pragma omp parallel num_threads(team)
@@ -259,6 +363,8 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
    * a split changes the sums' order: one thread each, always, so the bits
    * do not depend on the team. */
   omp_set_num_threads(1);
+  if (M)
+    biasKeys(keepAll, M, msB, msH, msT, msK, nb, nh, tq, tk);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t t = 0; t < tasks; ++t) {
     float *mine = scratch + (size_t)omp_get_thread_num() * per;
@@ -282,6 +388,9 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
     const float *Vb = V + b * vsB + h * vsH;
     float *Ob = O + b * osB + h * osH + i0 * osT;
     const float *Mb = M ? M + b * msB + h * msH + i0 * msT : NULL;
+    const struct BiasRow *keep =
+        M ? keepAll + ((msB ? b : 0) * nh + (msH ? h : 0)) * tq + i0 : NULL;
+    int zeroBias = 0;
     int64_t ldq;
     const float *qm = gemmOperand(Qb, qsT, qsD, rows, d, w.q, &ldq);
     for (int64_t r = 0; r < rows; ++r) {
@@ -292,6 +401,8 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
     int64_t end = causal ? i0 + rows + shift : tk;
     if (end > tk)
       end = tk;
+    if (keep)
+      end = blockEnd(keep, rows, end, &zeroBias);
     if (end <= 0)
       memset(w.acc, 0, (size_t)(rows * dv) * sizeof(float));
     for (int64_t j0 = 0; j0 < end; j0 += kBlockK) {
@@ -301,8 +412,9 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
       int64_t ldk, ldv;
       const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
       const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
-      if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK, i0,
-                      j0, rows, cols, d, scale, causal, shift))
+      if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb && !zeroBias ? Mb + j0 * msK : NULL,
+                      msT, msK,
+                      keep, i0, j0, rows, cols, d, scale, causal, shift))
         failed = 1;
       softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.alpha);
       if (j0 > 0)
@@ -446,17 +558,23 @@ void rewire_attention_backward(
            mulAdd(&per, (size_t)tk, (size_t)dv) && mulAdd(&per, 2 * kBlockQ, 1);
   per = (per + 15) / 16 * 16;
   size_t bytes = 0;
-  if (!ok || !mulAdd(&bytes, per * sizeof(float), (size_t)team)) {
+  int64_t nb = msB ? batch : 1, nh = msH ? heads : 1;
+  int64_t keys = biasKeyCount(M, msB, msH, batch, heads, tq);
+  if (!ok || keys < 0 || !mulAdd(&bytes, per * sizeof(float), (size_t)team) ||
+      !mulAdd(&bytes, (size_t)keys, sizeof(struct BiasRow))) {
     rewire_kernel_failed("attention: the scratch size of the fused attention backward kernel "
-                         "overflows (sequence or head size too large)");
+                         "overflows (sequence, head size or mask too large)");
     return;
   }
   float *scratch = (float *)_mlir_memref_to_llvm_alloc(bytes);
+  struct BiasRow *keepAll = (struct BiasRow *)(scratch + per * (size_t)team);
   int failed = 0;
 
 #pragma omp parallel num_threads(team)
   {
   omp_set_num_threads(1); /* see rewire_attention */
+  if (M)
+    biasKeys(keepAll, M, msB, msH, msT, msK, nb, nh, tq, tk);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t t = 0; t < tasks; ++t) {
     float *mine = scratch + (size_t)omp_get_thread_num() * per;
@@ -487,12 +605,17 @@ void rewire_attention_backward(
       const float *Ob = O + b * osB + h * osH + i0 * osT;
       const float *DOb = DO + b * dsB + h * dsH + i0 * dsT;
       const float *Mb = M ? M + b * msB + h * msH + i0 * msT : NULL;
+      const struct BiasRow *keep =
+          M ? keepAll + ((msB ? b : 0) * nh + (msH ? h : 0)) * tq + i0 : NULL;
+      int zeroBias = 0;
       int64_t ldq, lddo;
       const float *qm = gemmOperand(Qb, qsT, qsD, rows, d, w.q, &ldq);
       const float *dom = gemmOperand(DOb, dsT, dsD, rows, dv, w.dO, &lddo);
       int64_t end = causal ? i0 + rows + shift : tk;
       if (end > tk)
         end = tk;
+      if (keep)
+        end = blockEnd(keep, rows, end, &zeroBias);
       /* 1. Row max and sum. A block whose keys fit one tile keeps that
        * tile's exp(s - m) for step 3 (m is then final). */
       int oneTile = end <= kBlockK;
@@ -506,8 +629,9 @@ void rewire_attention_backward(
           continue;
         int64_t ldk;
         const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
-        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK, i0,
-                        j0, rows, cols, d, scale, causal, shift))
+        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb && !zeroBias ? Mb + j0 * msK : NULL,
+                      msT, msK,
+                        keep, i0, j0, rows, cols, d, scale, causal, shift))
           failed = 1;
         softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.dp /* alpha, unused */);
       }
@@ -540,8 +664,9 @@ void rewire_attention_backward(
         if (oneTile) {
           weightsTile(w.s, kBlockK, rows, cols, w.limit, NULL, w.l);
         } else {
-          if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb ? Mb + j0 * msK : NULL, msT, msK,
-                          i0, j0, rows, cols, d, scale, causal, shift))
+          if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb && !zeroBias ? Mb + j0 * msK : NULL,
+                      msT, msK,
+                          keep, i0, j0, rows, cols, d, scale, causal, shift))
             failed = 1;
           weightsTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l);
         }

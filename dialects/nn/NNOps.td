@@ -839,7 +839,11 @@ def NN_AttentionOp : NN_InferOp<"attention"> {
     `Tq != Tk`). The optional `bias` is added to the scaled scores; it
     broadcasts (NumPy-style, trailing dimensions aligned) to `[B, H, Tq, Tk]`
     and holds masks as exporters write them (0 where a key is attended,
-    `-inf` or a large negative number where it is not). With
+    `-inf` or a large negative number where it is not). The fused CPU kernel
+    computes no score that a bias element at or below -1e30 masks (as
+    `causal` computes none after the query), so a NaN score there (a NaN
+    key) does not reach its row, as `where(mask, s, -inf)` writes it; the
+    expansion adds the bias to it. With
     `zero_masked_rows`, a row of weights that is NaN (every key masked with
     `-inf`, or a NaN score) gives 0 instead of NaN, as PyTorch's dynamo
     exporter writes it (`where(isnan(p), 0, p)` after the softmax). The importer forms

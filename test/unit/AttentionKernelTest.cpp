@@ -1,0 +1,188 @@
+//===- AttentionKernelTest.cpp - rewire_attention under a mask held as data =//
+//
+// The fused attention kernels (runtime/Attention.c) with a causal mask held
+// as data, as exporters write it (a bias of 0 and -inf or finfo(float32).min,
+// broadcast over batch and heads), against the same kernels with the causal
+// flag: the same bits, forward and backward, so the bias computes the same
+// tiles and columns. A NaN planted in a key shows that the masked scores are
+// not computed (the rows before that key stay finite, as with `causal`). A
+// per-batch padding bias that masks every key of a row gives that row the
+// uniform weights of the expanded softmax (float64 reference, 1e-5).
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <limits>
+#include <random>
+#include <vector>
+
+extern "C" {
+void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t qsT, int64_t qsD,
+                      int64_t k, int64_t kOff, int64_t ksB, int64_t ksH, int64_t ksT, int64_t ksD,
+                      int64_t v, int64_t vOff, int64_t vsB, int64_t vsH, int64_t vsT, int64_t vsD,
+                      int64_t bias, int64_t mOff, int64_t msB, int64_t msH, int64_t msT,
+                      int64_t msK, int64_t o, int64_t oOff, int64_t osB, int64_t osH, int64_t osT,
+                      int64_t osD, int64_t batch, int64_t heads, int64_t tq, int64_t tk, int64_t d,
+                      int64_t dv, int64_t flags, int64_t threads, float scale);
+void rewire_attention_backward(
+    int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t qsT, int64_t qsD, int64_t k,
+    int64_t kOff, int64_t ksB, int64_t ksH, int64_t ksT, int64_t ksD, int64_t v, int64_t vOff,
+    int64_t vsB, int64_t vsH, int64_t vsT, int64_t vsD, int64_t bias, int64_t mOff, int64_t msB,
+    int64_t msH, int64_t msT, int64_t msK, int64_t o, int64_t oOff, int64_t osB, int64_t osH,
+    int64_t osT, int64_t osD, int64_t dov, int64_t doOff, int64_t dsB, int64_t dsH, int64_t dsT,
+    int64_t dsD, int64_t dq, int64_t dqOff, int64_t dqsB, int64_t dqsH, int64_t dqsT,
+    int64_t dqsD, int64_t dk, int64_t dkOff, int64_t dksB, int64_t dksH, int64_t dksT,
+    int64_t dksD, int64_t dvv, int64_t dvOff, int64_t dvsB, int64_t dvsH, int64_t dvsT,
+    int64_t dvsD, int64_t batch, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
+    int64_t flags, int64_t threads, float scale);
+}
+
+namespace {
+
+constexpr int64_t B = 2, H = 3, D = 16;
+
+int64_t ptr(const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); }
+
+/// q, k, v, do: [B, H, T, D] contiguous, random.
+struct Inputs {
+  int64_t tq, tk;
+  std::vector<float> q, k, v, dO;
+};
+
+Inputs makeInputs(int64_t tq, int64_t tk, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto fill = [&](int64_t t) {
+    std::vector<float> x(B * H * t * D);
+    for (float &f : x)
+      f = dist(rng);
+    return x;
+  };
+  Inputs in{tq, tk, fill(tq), fill(tk), fill(tk), fill(tq)};
+  return in;
+}
+
+/// [tq, tk]: 0 where key j <= i + tk - tq, `masked` elsewhere.
+std::vector<float> causalBias(int64_t tq, int64_t tk, float masked) {
+  std::vector<float> m(tq * tk);
+  for (int64_t i = 0; i < tq; ++i)
+    for (int64_t j = 0; j < tk; ++j)
+      m[i * tk + j] = j <= i + tk - tq ? 0.0f : masked;
+  return m;
+}
+
+/// The forward with a [tq, tk] bias broadcast over batch and heads (msB =
+/// msH = 0), or a [B, tq, tk] one (perBatch), or none; `causal` as flag.
+std::vector<float> forward(const Inputs &in, const std::vector<float> *bias, bool perBatch,
+                           bool causal) {
+  int64_t tq = in.tq, tk = in.tk;
+  std::vector<float> o(B * H * tq * D, -7.0f);
+  rewire_attention(ptr(in.q), 0, H * tq * D, tq * D, D, 1, ptr(in.k), 0, H * tk * D, tk * D, D, 1,
+                   ptr(in.v), 0, H * tk * D, tk * D, D, 1, bias ? ptr(*bias) : 0, 0,
+                   perBatch ? tq * tk : 0, 0, tk, 1, ptr(o), 0, H * tq * D, tq * D, D, 1, B, H, tq,
+                   tk, D, D, causal ? 1 : 0, 2, 0.25f);
+  return o;
+}
+
+struct Grads {
+  std::vector<float> dq, dk, dv;
+};
+
+Grads backward(const Inputs &in, const std::vector<float> &o, const std::vector<float> *bias,
+               bool causal) {
+  int64_t tq = in.tq, tk = in.tk;
+  Grads g{std::vector<float>(B * H * tq * D), std::vector<float>(B * H * tk * D),
+          std::vector<float>(B * H * tk * D)};
+  rewire_attention_backward(
+      ptr(in.q), 0, H * tq * D, tq * D, D, 1, ptr(in.k), 0, H * tk * D, tk * D, D, 1, ptr(in.v), 0,
+      H * tk * D, tk * D, D, 1, bias ? ptr(*bias) : 0, 0, 0, 0, tk, 1, ptr(o), 0, H * tq * D,
+      tq * D, D, 1, ptr(in.dO), 0, H * tq * D, tq * D, D, 1, ptr(g.dq), 0, H * tq * D, tq * D, D, 1,
+      ptr(g.dk), 0, H * tk * D, tk * D, D, 1, ptr(g.dv), 0, H * tk * D, tk * D, D, 1, B, H, tq, tk,
+      D, D, causal ? 1 : 0, 2, 0.25f);
+  return g;
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(AttentionKernel, CausalBiasIsTheCausalFlag) {
+  const float lowest = std::numeric_limits<float>::lowest();
+  for (auto [tq, tk] : {std::pair<int64_t, int64_t>{150, 150}, {1, 1}, {64, 64}, {100, 170}}) {
+    for (float masked : {-INFINITY, lowest}) {
+      SCOPED_TRACE(testing::Message() << "Tq " << tq << " Tk " << tk << " masked " << masked);
+      Inputs in = makeInputs(tq, tk, 7);
+      std::vector<float> bias = causalBias(tq, tk, masked);
+      std::vector<float> flag = forward(in, nullptr, false, true);
+      std::vector<float> data = forward(in, &bias, false, false);
+      EXPECT_TRUE(sameBits(flag, data));
+      Grads gFlag = backward(in, flag, nullptr, true), gData = backward(in, data, &bias, false);
+      EXPECT_TRUE(sameBits(gFlag.dq, gData.dq));
+      EXPECT_TRUE(sameBits(gFlag.dk, gData.dk));
+      EXPECT_TRUE(sameBits(gFlag.dv, gData.dv));
+    }
+  }
+}
+
+TEST(AttentionKernel, MaskedScoresAreNotComputed) {
+  const int64_t t = 150, nanKey = 120;
+  Inputs in = makeInputs(t, t, 11);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      in.k[((b * H + h) * t + nanKey) * D + 3] = NAN;
+  std::vector<float> bias = causalBias(t, t, -INFINITY);
+  std::vector<float> data = forward(in, &bias, false, false);
+  EXPECT_TRUE(sameBits(forward(in, nullptr, false, true), data));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t c = 0; c < D; ++c)
+          ASSERT_EQ(std::isnan(data[((b * H + h) * t + i) * D + c]), i >= nanKey)
+              << "b " << b << " h " << h << " row " << i;
+}
+
+TEST(AttentionKernel, FullyMaskedRowWeighsEveryKey) {
+  // Batch 1's rows 0..9 mask every key with finfo.min (uniform weights in
+  // float32's softmax); the rest is causal. Reference in float64.
+  const int64_t t = 140;
+  const float lowest = std::numeric_limits<float>::lowest();
+  Inputs in = makeInputs(t, t, 13);
+  std::vector<float> bias(B * t * t);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < t; ++j)
+        bias[(b * t + i) * t + j] = (b == 1 && i < 10) || j > i ? lowest : 0.0f;
+  std::vector<float> o = forward(in, &bias, true, false);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < t; ++i) {
+        const float *q = &in.q[((b * H + h) * t + i) * D];
+        bool none = b == 1 && i < 10;
+        std::vector<double> w(t, 0.0);
+        double top = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j < t; ++j) {
+          if (!none && j > i)
+            continue;
+          double s = 0.0;
+          for (int64_t c = 0; c < D; ++c)
+            s += (double)q[c] * in.k[((b * H + h) * t + j) * D + c];
+          w[j] = none ? 0.0 : 0.25 * s;
+          top = std::max(top, w[j]);
+        }
+        for (int64_t j = 0; j < t; ++j) {
+          w[j] = (!none && j > i) ? 0.0 : std::exp(w[j] - top);
+          sum += w[j];
+        }
+        for (int64_t c = 0; c < D; ++c) {
+          double want = 0.0;
+          for (int64_t j = 0; j < t; ++j)
+            want += w[j] / sum * in.v[((b * H + h) * t + j) * D + c];
+          ASSERT_NEAR(o[((b * H + h) * t + i) * D + c], want, 1e-5)
+              << "b " << b << " h " << h << " row " << i << " col " << c;
+        }
+      }
+}
+
+} // namespace
