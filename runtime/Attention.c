@@ -251,17 +251,26 @@ static int allZero(const float *row, int64_t sK, int64_t n) {
   return !nonzero;
 }
 
-/* The bias's rows differ along batch and head only where their strides are
- * not 0: a BiasRow for each distinct row, [nb, nh, tq] at `rows`, shared by
- * the team (inside its parallel region; the loop's barrier ends it). */
+/* A BiasRow for each query row of each batch and head along which the bias
+ * varies ([nb, nh, tq] at `rows`), shared by the team (inside its parallel
+ * region; the loops' barriers end it). A bias broadcast over the queries
+ * (msT 0, a padding mask) is scanned once and its row copied. */
 static void biasKeys(struct BiasRow *rows, const float *bias, int64_t msB, int64_t msH,
                      int64_t msT, int64_t msK, int64_t nb, int64_t nh, int64_t tq, int64_t tk) {
+  int64_t nt = msT ? tq : 1;
 #pragma omp for schedule(static)
-  for (int64_t x = 0; x < nb * nh * tq; ++x) {
-    int64_t b = x / (nh * tq), h = x / tq % nh, i = x % tq;
+  for (int64_t x = 0; x < nb * nh * nt; ++x) {
+    int64_t b = x / (nh * nt), h = x / nt % nh, i = x % nt;
     const float *row = bias + b * msB + h * msH + i * msT;
-    rows[x].keys = rowKeys(row, msK, tk);
-    rows[x].zero = allZero(row, msK, rows[x].keys);
+    struct BiasRow *out = rows + (b * nh + h) * tq + i;
+    out->keys = rowKeys(row, msK, tk);
+    out->zero = allZero(row, msK, out->keys);
+  }
+  if (!msT) {
+#pragma omp for schedule(static)
+    for (int64_t x = 0; x < nb * nh * tq; ++x)
+      if (x % tq)
+        rows[x] = rows[x - x % tq];
   }
 }
 

@@ -7,7 +7,9 @@
 // tiles and columns. A NaN planted in a key shows that the masked scores are
 // not computed (the rows before that key stay finite, as with `causal`). A
 // per-batch padding bias that masks every key of a row gives that row the
-// uniform weights of the expanded softmax (float64 reference, 1e-5).
+// uniform weights of the expanded softmax (float64 reference, 1e-5). A
+// padding mask broadcast over the queries gives the bits of the same mask
+// materialized per query.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -73,16 +75,20 @@ std::vector<float> causalBias(int64_t tq, int64_t tk, float masked) {
   return m;
 }
 
-/// The forward with a [tq, tk] bias broadcast over batch and heads (msB =
-/// msH = 0), or a [B, tq, tk] one (perBatch), or none; `causal` as flag.
-std::vector<float> forward(const Inputs &in, const std::vector<float> *bias, bool perBatch,
+/// Strides of a bias over [B, H, Tq, Tk] (heads always broadcast).
+struct BiasStrides {
+  int64_t b, t;
+};
+
+/// The forward with a bias (none: nullptr), `causal` as flag.
+std::vector<float> forward(const Inputs &in, const std::vector<float> *bias, BiasStrides ms,
                            bool causal) {
   int64_t tq = in.tq, tk = in.tk;
   std::vector<float> o(B * H * tq * D, -7.0f);
   rewire_attention(ptr(in.q), 0, H * tq * D, tq * D, D, 1, ptr(in.k), 0, H * tk * D, tk * D, D, 1,
-                   ptr(in.v), 0, H * tk * D, tk * D, D, 1, bias ? ptr(*bias) : 0, 0,
-                   perBatch ? tq * tk : 0, 0, tk, 1, ptr(o), 0, H * tq * D, tq * D, D, 1, B, H, tq,
-                   tk, D, D, causal ? 1 : 0, 2, 0.25f);
+                   ptr(in.v), 0, H * tk * D, tk * D, D, 1, bias ? ptr(*bias) : 0, 0, ms.b, 0,
+                   ms.t, 1, ptr(o), 0, H * tq * D, tq * D, D, 1, B, H, tq, tk, D, D,
+                   causal ? 1 : 0, 2, 0.25f);
   return o;
 }
 
@@ -91,13 +97,13 @@ struct Grads {
 };
 
 Grads backward(const Inputs &in, const std::vector<float> &o, const std::vector<float> *bias,
-               bool causal) {
+               BiasStrides ms, bool causal) {
   int64_t tq = in.tq, tk = in.tk;
   Grads g{std::vector<float>(B * H * tq * D), std::vector<float>(B * H * tk * D),
           std::vector<float>(B * H * tk * D)};
   rewire_attention_backward(
       ptr(in.q), 0, H * tq * D, tq * D, D, 1, ptr(in.k), 0, H * tk * D, tk * D, D, 1, ptr(in.v), 0,
-      H * tk * D, tk * D, D, 1, bias ? ptr(*bias) : 0, 0, 0, 0, tk, 1, ptr(o), 0, H * tq * D,
+      H * tk * D, tk * D, D, 1, bias ? ptr(*bias) : 0, 0, ms.b, 0, ms.t, 1, ptr(o), 0, H * tq * D,
       tq * D, D, 1, ptr(in.dO), 0, H * tq * D, tq * D, D, 1, ptr(g.dq), 0, H * tq * D, tq * D, D, 1,
       ptr(g.dk), 0, H * tk * D, tk * D, D, 1, ptr(g.dv), 0, H * tk * D, tk * D, D, 1, B, H, tq, tk,
       D, D, causal ? 1 : 0, 2, 0.25f);
@@ -115,10 +121,12 @@ TEST(AttentionKernel, CausalBiasIsTheCausalFlag) {
       SCOPED_TRACE(testing::Message() << "Tq " << tq << " Tk " << tk << " masked " << masked);
       Inputs in = makeInputs(tq, tk, 7);
       std::vector<float> bias = causalBias(tq, tk, masked);
-      std::vector<float> flag = forward(in, nullptr, false, true);
-      std::vector<float> data = forward(in, &bias, false, false);
+      BiasStrides shared{0, tk};
+      std::vector<float> flag = forward(in, nullptr, shared, true);
+      std::vector<float> data = forward(in, &bias, shared, false);
       EXPECT_TRUE(sameBits(flag, data));
-      Grads gFlag = backward(in, flag, nullptr, true), gData = backward(in, data, &bias, false);
+      Grads gFlag = backward(in, flag, nullptr, shared, true);
+      Grads gData = backward(in, data, &bias, shared, false);
       EXPECT_TRUE(sameBits(gFlag.dq, gData.dq));
       EXPECT_TRUE(sameBits(gFlag.dk, gData.dk));
       EXPECT_TRUE(sameBits(gFlag.dv, gData.dv));
@@ -133,8 +141,8 @@ TEST(AttentionKernel, MaskedScoresAreNotComputed) {
     for (int64_t h = 0; h < H; ++h)
       in.k[((b * H + h) * t + nanKey) * D + 3] = NAN;
   std::vector<float> bias = causalBias(t, t, -INFINITY);
-  std::vector<float> data = forward(in, &bias, false, false);
-  EXPECT_TRUE(sameBits(forward(in, nullptr, false, true), data));
+  std::vector<float> data = forward(in, &bias, {0, t}, false);
+  EXPECT_TRUE(sameBits(forward(in, nullptr, {0, t}, true), data));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < t; ++i)
@@ -154,7 +162,7 @@ TEST(AttentionKernel, FullyMaskedRowWeighsEveryKey) {
     for (int64_t i = 0; i < t; ++i)
       for (int64_t j = 0; j < t; ++j)
         bias[(b * t + i) * t + j] = (b == 1 && i < 10) || j > i ? lowest : 0.0f;
-  std::vector<float> o = forward(in, &bias, true, false);
+  std::vector<float> o = forward(in, &bias, {t * t, t}, false);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < t; ++i) {
@@ -183,6 +191,34 @@ TEST(AttentionKernel, FullyMaskedRowWeighsEveryKey) {
               << "b " << b << " h " << h << " row " << i << " col " << c;
         }
       }
+}
+
+TEST(AttentionKernel, PaddingMaskBroadcastOverQueries) {
+  // A [B, 1, 1, Tk] padding mask (query stride 0: scanned once per batch)
+  // against the same mask materialized per query: the same bits, forward
+  // and backward. Batch 0 masks its last 30 keys, batch 1 every key.
+  const int64_t t = 130;
+  const float lowest = std::numeric_limits<float>::lowest();
+  Inputs in = makeInputs(t, t, 17);
+  std::vector<float> row(B * t), full(B * t * t);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < t; ++j)
+      row[b * t + j] = b == 1 || j >= t - 30 ? lowest : 0.0f;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < t; ++j)
+        full[(b * t + i) * t + j] = row[b * t + j];
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    std::vector<float> once = forward(in, &row, {t, 0}, causal);
+    std::vector<float> each = forward(in, &full, {t * t, t}, causal);
+    EXPECT_TRUE(sameBits(once, each));
+    Grads gOnce = backward(in, once, &row, {t, 0}, causal);
+    Grads gEach = backward(in, each, &full, {t * t, t}, causal);
+    EXPECT_TRUE(sameBits(gOnce.dq, gEach.dq));
+    EXPECT_TRUE(sameBits(gOnce.dk, gEach.dk));
+    EXPECT_TRUE(sameBits(gOnce.dv, gEach.dv));
+  }
 }
 
 } // namespace
