@@ -187,9 +187,8 @@ static int sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha,
  * keep[r].keys where given). Returns 0 if the SGEMM failed. */
 static int tileScores(float *s, int64_t *limit, const float *qm, int64_t ldq, const float *km,
                       int64_t ldk, const float *bias, int64_t sT, int64_t sK,
-                      const struct BiasRow *keep,
-                      int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t d, float scale,
-                      int64_t causal, int64_t shift) {
+                      const struct BiasRow *keep, int64_t i0, int64_t j0, int64_t rows,
+                      int64_t cols, int64_t d, float scale, int64_t causal, int64_t shift) {
   int ok = 1;
   if (d > 0) {
     ok = sgemm('N', 'T', rows, cols, d, scale, qm, ldq, km, ldk, 0.0f, s, kBlockK);
@@ -421,9 +420,9 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
       int64_t ldk, ldv;
       const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
       const float *vm = gemmOperand(Vb + j0 * vsT, vsT, vsD, cols, dv, w.v, &ldv);
-      if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb && !zeroBias ? Mb + j0 * msK : NULL,
-                      msT, msK,
-                      keep, i0, j0, rows, cols, d, scale, causal, shift))
+      const float *tileBias = Mb && !zeroBias ? Mb + j0 * msK : NULL;
+      if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, tileBias, msT, msK, keep, i0, j0, rows,
+                      cols, d, scale, causal, shift))
         failed = 1;
       softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.alpha);
       if (j0 > 0)
@@ -638,9 +637,9 @@ void rewire_attention_backward(
           continue;
         int64_t ldk;
         const float *km = gemmOperand(Kb + j0 * ksT, ksT, ksD, cols, d, w.k, &ldk);
-        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb && !zeroBias ? Mb + j0 * msK : NULL,
-                      msT, msK,
-                        keep, i0, j0, rows, cols, d, scale, causal, shift))
+        const float *tileBias = Mb && !zeroBias ? Mb + j0 * msK : NULL;
+        if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, tileBias, msT, msK, keep, i0, j0, rows,
+                        cols, d, scale, causal, shift))
           failed = 1;
         softmaxTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l, w.dp /* alpha, unused */);
       }
@@ -673,9 +672,9 @@ void rewire_attention_backward(
         if (oneTile) {
           weightsTile(w.s, kBlockK, rows, cols, w.limit, NULL, w.l);
         } else {
-          if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, Mb && !zeroBias ? Mb + j0 * msK : NULL,
-                      msT, msK,
-                          keep, i0, j0, rows, cols, d, scale, causal, shift))
+          const float *tileBias = Mb && !zeroBias ? Mb + j0 * msK : NULL;
+          if (!tileScores(w.s, w.limit, qm, ldq, km, ldk, tileBias, msT, msK, keep, i0, j0, rows,
+                          cols, d, scale, causal, shift))
             failed = 1;
           weightsTile(w.s, kBlockK, rows, cols, w.limit, w.m, w.l);
         }
