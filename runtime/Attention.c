@@ -286,19 +286,25 @@ static int64_t blockEnd(const struct BiasRow *rows, int64_t count, int64_t end, 
   return last < end ? last : end;
 }
 
-/* The rows of biasKeys' table: 0 without a bias, else nb x nh x tq,
- * where nb and nh are the batch and heads along which the bias varies; -1
- * if its size in bytes overflows. */
-static int64_t biasKeyCount(const float *bias, int64_t msB, int64_t msH, int64_t batch,
-                            int64_t heads, int64_t tq) {
+/* The rows of biasKeys' table: 0 without a bias, else nb x nh x tq, where
+ * nb and nh are the batch and heads along which the bias varies (1 where
+ * it is broadcast); -1 if its size in bytes overflows. */
+static int64_t biasKeyCount(const float *bias, int64_t nb, int64_t nh, int64_t tq) {
   size_t n, bytes;
   if (!bias)
     return 0;
-  if (__builtin_mul_overflow(msB ? (size_t)batch : 1, msH ? (size_t)heads : 1, &n) ||
+  if (__builtin_mul_overflow((size_t)nb, (size_t)nh, &n) ||
       __builtin_mul_overflow(n, (size_t)tq, &n) ||
       __builtin_mul_overflow(n, sizeof(struct BiasRow), &bytes) || n > (size_t)INT64_MAX)
     return -1;
   return (int64_t)n;
+}
+
+/* The table's rows for batch b, head h, from query row i0 (b % nb, h % nh:
+ * index 0 along a broadcast dimension). */
+static const struct BiasRow *biasRowsOf(const struct BiasRow *table, int64_t nb, int64_t nh,
+                                        int64_t tq, int64_t b, int64_t h, int64_t i0) {
+  return table + ((b % nb) * nh + h % nh) * tq + i0;
 }
 
 /* Per-thread scratch, in floats. */
@@ -353,7 +359,7 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
   per = (per + 15) / 16 * 16;
   size_t bytes = 0;
   int64_t nb = msB ? batch : 1, nh = msH ? heads : 1;
-  int64_t keys = biasKeyCount(M, msB, msH, batch, heads, tq);
+  int64_t keys = biasKeyCount(M, nb, nh, tq);
   if (!ok || keys < 0 || !mulAdd(&bytes, per * sizeof(float), (size_t)team) ||
       !mulAdd(&bytes, (size_t)keys, sizeof(struct BiasRow))) {
     rewire_kernel_failed("attention: the scratch size of the fused attention kernel overflows "
@@ -396,8 +402,7 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
     const float *Vb = V + b * vsB + h * vsH;
     float *Ob = O + b * osB + h * osH + i0 * osT;
     const float *Mb = M ? M + b * msB + h * msH + i0 * msT : NULL;
-    const struct BiasRow *keep =
-        M ? keepAll + ((msB ? b : 0) * nh + (msH ? h : 0)) * tq + i0 : NULL;
+    const struct BiasRow *keep = M ? biasRowsOf(keepAll, nb, nh, tq, b, h, i0) : NULL;
     int zeroBias = 0;
     int64_t ldq;
     const float *qm = gemmOperand(Qb, qsT, qsD, rows, d, w.q, &ldq);
@@ -567,7 +572,7 @@ void rewire_attention_backward(
   per = (per + 15) / 16 * 16;
   size_t bytes = 0;
   int64_t nb = msB ? batch : 1, nh = msH ? heads : 1;
-  int64_t keys = biasKeyCount(M, msB, msH, batch, heads, tq);
+  int64_t keys = biasKeyCount(M, nb, nh, tq);
   if (!ok || keys < 0 || !mulAdd(&bytes, per * sizeof(float), (size_t)team) ||
       !mulAdd(&bytes, (size_t)keys, sizeof(struct BiasRow))) {
     rewire_kernel_failed("attention: the scratch size of the fused attention backward kernel "
@@ -613,8 +618,7 @@ void rewire_attention_backward(
       const float *Ob = O + b * osB + h * osH + i0 * osT;
       const float *DOb = DO + b * dsB + h * dsH + i0 * dsT;
       const float *Mb = M ? M + b * msB + h * msH + i0 * msT : NULL;
-      const struct BiasRow *keep =
-          M ? keepAll + ((msB ? b : 0) * nh + (msH ? h : 0)) * tq + i0 : NULL;
+      const struct BiasRow *keep = M ? biasRowsOf(keepAll, nb, nh, tq, b, h, i0) : NULL;
       int zeroBias = 0;
       int64_t ldq, lddo;
       const float *qm = gemmOperand(Qb, qsT, qsD, rows, d, w.q, &ldq);
