@@ -76,10 +76,11 @@ class Stack(nn.Module):
 GAP_S = float(os.environ.get("REWIRE_BENCH_GAP_S", "0.2"))
 
 
-def round_robin(fns, rounds):
+def round_robin(fns, rounds, raw=None):
     """Times every callable once per round, in turn, for `rounds` rounds after
     two warm-up rounds, so slow drift of a shared machine hits all alike.
-    Returns {name: (median ms, min ms)}."""
+    Returns {name: (median ms, min ms)}; `raw`, a dict, receives every
+    round's ms per name (for paired ratios)."""
     for _ in range(2):
         for fn in fns.values():
             fn()
@@ -90,7 +91,15 @@ def round_robin(fns, rounds):
             t0 = time.perf_counter()
             fn()
             ms[k].append((time.perf_counter() - t0) * 1e3)
+    if raw is not None:
+        raw.update(ms)
     return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
+
+
+def paired(raw, num, den):
+    """The median over rounds of num's time / den's time within each round:
+    the VM's drift between rounds, which moves both alike, cancels."""
+    return statistics.median(a / b for a, b in zip(raw[num], raw[den]))
 
 
 def iree_runner(onnx_path, work, xn, want, threads):
@@ -206,7 +215,8 @@ def main():
     iree = iree_runner(onnx_path, work, xn, want, a.threads) if not a.no_iree else None
     if iree:
         fns["iree"] = iree[0]
-    t = round_robin(fns, a.runs)
+    raw = {}
+    t = round_robin(fns, a.runs, raw)
     t_rw = t["add"][0]
     # The same artifact in a process of its own (rewire-run): there oneDNN and
     # the loops share one OpenMP pool; in this process PyTorch's GNU libgomp
@@ -229,6 +239,11 @@ def main():
     print("%-34s %10s %10s %10s %12s" % ("runtime", "median ms", "min ms", "GFLOP/s", "vs Rewire"))
     for name, (med, low) in rows:
         print("%-34s %10.1f %10.1f %10.1f %11.2fx" % (name, med, low, flops / med / 1e6, med / t_rw))
+    peers = [(k, n) for k, n in (("ort", "ONNX Runtime"), ("torch_compile", "torch.compile"),
+                                 ("torch", "PyTorch eager"), ("iree", "IREE")) if k in raw]
+    ratios = {k: paired(raw, "add", k) for k, _ in peers}
+    print("Rewire (bench process) / peer, median of the per-round ratios: " +
+          ", ".join("%s %.3f" % (n, ratios[k]) for k, n in peers))
     print("\nresidual form overhead over plain adds (Rewire, medians; min-based in brackets):")
     for form, r in forms.items():
         r["ms"], r["min_ms"] = t[form]
@@ -244,7 +259,9 @@ def main():
                        "torch_compile_ms": t.get("torch_compile"), "torch_compile_s": compiled_s,
                        "iree_ms": t.get("iree"), "iree": iree[1] if iree else None,
                        "ort_ms": t["ort"],
-                       "rewire_ms": t["add"], "rewire_own_process_ms": own, "forms": forms, "gflop": flops / 1e9}, f, indent=1)
+                       "rewire_ms": t["add"], "rewire_own_process_ms": own,
+                       "rewire_over_peer_paired": ratios, "rounds_ms": raw,
+                       "forms": forms, "gflop": flops / 1e9}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 // its own paths take: products with 2 to 24 columns (runtime/NarrowGemm.c's
 // AVX2 kernels where oneDNN runs AVX2 kernels; A^T B from 2048 rows, in
 // chunks of 64 terms and blocks of 256 rows), few columns, A^T B with
-// aliased strides; every combination of transposes, padded leading
+// aliased strides, A^T B with a small output through a transposed copy; every combination of transposes, padded leading
 // dimensions, beta 0 (C holding NaN, which must not be read), 1 and 0.5, on
 // 1 and 2 threads. Inputs are random; the tolerance is fp32 round-off of
 // the sum of |terms| (1e-6 of it, k up to 600).
@@ -124,6 +124,20 @@ TEST(Sgemm, NarrowColumns) {
       for (bool tb : {false, true})
         for (float beta : {0.0f, 1.0f, 0.5f})
           check(s, ta, tb, beta, seed++);
+}
+
+// A^T B with a small output, 256 to 512 terms (Kernels.c's transposed copy
+// of A where oneDNN runs AVX2 kernels; the direct call elsewhere): an
+// output row count not a multiple of the copy's 8-row blocks, B rows
+// exactly 512 floats apart (copied by the same path), the window's edges.
+TEST(Sgemm, TransposedCopyOfA) {
+  uint32_t seed = 200;
+  for (Shape s : {Shape{128, 256, 256}, Shape{130, 509, 300}, Shape{203, 1024, 512},
+                  Shape{1024, 256, 257}, Shape{256, 768, 511}})
+    for (float beta : {0.0f, 1.0f, 0.5f}) {
+      check(s, true, false, beta, seed++);
+      check(s, false, false, beta, seed++);
+    }
 }
 
 TEST(Sgemm, OtherShapes) {
