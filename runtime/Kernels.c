@@ -228,8 +228,10 @@ static void transposeInto(float *t, int64_t ldt, const float *a, int64_t lda, in
 static int transposedCopyProduct(int64_t m, int64_t n, int64_t k, const float *pa, int64_t lda,
                                  const float *pb, int64_t ldb, float beta, float *pc,
                                  int64_t ldc) {
-  if (!avx2Class() || !__builtin_cpu_supports("avx2") || m < 128 || n < 256 || k < 256 ||
-      k > 512 || m * n > ((int64_t)1 << 18))
+  if (!avx2Class() || m < 128 || n < 256 || k < 256 || k > 512 || m > ((int64_t)1 << 18) / n)
+    return 0;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2"))
     return 0;
   static __thread struct Scratch scratchT, scratchB;
   int64_t ldt = k + 16;
