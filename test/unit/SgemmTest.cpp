@@ -4,10 +4,11 @@
 // its own paths take: products with 2 to 24 columns (runtime/NarrowGemm.c's
 // AVX2 kernels where oneDNN runs AVX2 kernels; A^T B from 2048 rows, in
 // chunks of 64 terms and blocks of 256 rows), few columns, A^T B with
-// aliased strides, A^T B with a small output through a transposed copy; every combination of transposes, padded leading
-// dimensions, beta 0 (C holding NaN, which must not be read), 1 and 0.5, on
-// 1 and 2 threads. Inputs are random; the tolerance is fp32 round-off of
-// the sum of |terms| (1e-6 of it, k up to 600).
+// aliased strides, A^T B with a small output through a transposed copy of
+// A; every combination of transposes, padded leading dimensions, beta 0 (C
+// holding NaN, which must not be read), 1 and 0.5, on 1 and 2 threads.
+// Inputs are random; the tolerance is fp32 round-off of the sum of |terms|
+// (1e-6 of it, k up to 600).
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
