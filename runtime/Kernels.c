@@ -41,6 +41,10 @@ static int avx2Class(void) {
   return cached;
 }
 
+/* Per thread: the copies of A and B a product of A^T B makes (either path
+ * below: one call uses one). */
+static __thread struct Scratch copyOfA, copyOfB;
+
 /* oneDNN 2.6's AVX2 SGEMM runs a product with a transposed A (A^T B: a
  * weight gradient, x^T dy) at half speed when a row stride of A or B is a
  * multiple of 512 floats (2 KiB): the rows it reads together alias in the
@@ -233,13 +237,12 @@ static int transposedCopyProduct(int64_t m, int64_t n, int64_t k, const float *p
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2"))
     return 0;
-  static __thread struct Scratch scratchT, scratchB;
   int64_t ldt = k + 16;
-  float *t = reserve(&scratchT, m, ldt);
+  float *t = reserve(&copyOfA, m, ldt);
   if (!t)
     return 0;
   transposeInto(t, ldt, pa, lda, k, m);
-  pb = unaliased(&scratchB, pb, k, n, &ldb);
+  pb = unaliased(&copyOfB, pb, k, n, &ldb);
   dnnl_status_t status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, t, ldt, pb, ldb, beta, pc, ldc);
   if (status != dnnl_success)
     sgemmFailed(status, m, n, k);
@@ -270,9 +273,8 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   if (narrowRowSplit(ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;
   if (ta && !tb && m >= 32 && n >= 32) {
-    static __thread struct Scratch scratchA, scratchB;
-    pa = unaliased(&scratchA, pa, k, m, &lda);
-    pb = unaliased(&scratchB, pb, k, n, &ldb);
+    pa = unaliased(&copyOfA, pa, k, m, &lda);
+    pb = unaliased(&copyOfB, pb, k, n, &ldb);
   }
   dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa, lda, pb,
                                     ldb, beta, pc, ldc);
