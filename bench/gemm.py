@@ -8,6 +8,11 @@ transposed backward forms.
 
     build/venv/bin/python bench/gemm.py [--threads 2] [--reps 30] [--passes 3] [--out results-gemm.json]
 
+Every call is timed with its arguments made beforehand (the libraries'
+ctypes pointers; Rewire's call bound with Model.bind), so a small product
+measures the library, not Python; Rewire's Model.run, which builds its
+call each time, is reported beside it.
+
 Best-of-reps GFLOP/s per shape over --passes rounds of every library's
 process (a GEMM's best time is its speed; the
 medians of whole models are in gpt2_stack.py and train_step.py).
@@ -37,8 +42,15 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from rewire_sysinfo import cpu_model  # noqa: E402
 
 
-def best_seconds(fn, reps):
+def best_seconds(fn, reps, warmup=0.3):
+    """Best time of `reps` calls after `warmup` seconds of calls: right
+    after a compile subprocess exits, calls ran at a third to half speed for
+    ~60 ms (measured on a Zen 4, 256x1024x512 TN: 5-8 ms calls, then a
+    steady 1.3), which a single warm-up call left inside the timed reps."""
+    end = time.perf_counter() + warmup
     fn()
+    while time.perf_counter() < end:
+        fn()
     best = float("inf")
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -48,8 +60,10 @@ def best_seconds(fn, reps):
 
 
 def library_loaders():
-    """name -> a function loading that BLAS and returning its runner
-    f(shape, A, B, C), for each BLAS installed here. Nothing is loaded until
+    """name -> a function loading that BLAS and returning prepare(shape, A, B,
+    C), which makes the call's arguments once and returns the call (the
+    timed part: one foreign call, as Rewire's bound call), for each BLAS
+    installed here. Nothing is loaded until
     called: each library runs in a process of its own (main)."""
     f32p = ctypes.POINTER(ctypes.c_float)
 
@@ -60,12 +74,13 @@ def library_loaders():
             fn.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, f32p, ctypes.c_int, f32p,
                                                 ctypes.c_int, ctypes.c_float, f32p, ctypes.c_int]
 
-            def run(s, a, b, c):
+            def prepare(s, a, b, c):
                 m, n, k, ta, tb = s
-                fn(101, 112 if ta else 111, 112 if tb else 111, m, n, k, 1.0,
-                   a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p), k if tb else n,
-                   0.0, c.ctypes.data_as(f32p), n)
-            return run
+                args = (101, 112 if ta else 111, 112 if tb else 111, m, n, k, 1.0,
+                        a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p),
+                        k if tb else n, 0.0, c.ctypes.data_as(f32p), n)
+                return lambda: fn(*args)
+            return prepare
         return load
 
     def dnnl():
@@ -74,12 +89,13 @@ def library_loaders():
             ctypes.c_float, f32p, ctypes.c_int64, f32p, ctypes.c_int64, ctypes.c_float, f32p,
             ctypes.c_int64]
 
-        def run(s, a, b, c):
+        def prepare(s, a, b, c):
             m, n, k, ta, tb = s
-            lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0,
-                           a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p),
-                           k if tb else n, 0.0, c.ctypes.data_as(f32p), n)
-        return run
+            args = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0,
+                    a.ctypes.data_as(f32p), m if ta else k, b.ctypes.data_as(f32p),
+                    k if tb else n, 0.0, c.ctypes.data_as(f32p), n)
+            return lambda: lib.dnnl_sgemm(*args)
+        return prepare
 
     out = {}
     if ctypes.util.find_library("dnnl"):
@@ -118,17 +134,20 @@ def rewire_runner(np, shape, work):
     a = rng.standard_normal(a_shape, dtype=np.float32)
     b = rng.standard_normal(b_shape, dtype=np.float32)
     y = [np.empty((m, n), np.float32)]
-    model.run("forward", a, b, outputs=y)
+    # Bound once (descriptors made once, as the libraries' arguments are):
+    # the timed call is the C API's checks and the work. Model.run's Python
+    # side is timed beside it for the record.
+    call = model.bind("forward", a, b, outputs=y)
     want = (a.T if ta else a) @ (b.T if tb else b)
     err = float(np.abs(y[0] - want).max() / max(1.0, np.abs(want).max()))
-    return (lambda: model.run("forward", a, b, outputs=y)), err
+    return call, (lambda: model.run("forward", a, b, outputs=y)), err
 
 
 def measure(name, reps, np):
     """{shape: GFLOP/s} of one runner (and Rewire's errors), in this process alone."""
     work = tempfile.mkdtemp(prefix="rewire-gemm-")
     lib = None if name == "Rewire" else library_loaders()[name]()
-    out, errors = {}, {}
+    out, errors, via_run = {}, {}, {}
     for s in SHAPES:
         m, n, k, ta, tb = s
         flop = 2.0 * m * n * k
@@ -139,11 +158,12 @@ def measure(name, reps, np):
         C = np.empty((m, n), np.float32)
         label = shape_label(s)
         if name == "Rewire":
-            run, errors[label] = rewire_runner(np, s, work)
+            run, python_run, errors[label] = rewire_runner(np, s, work)
+            via_run[label] = flop / best_seconds(python_run, r) / 1e9
         else:
-            run = lambda: lib(s, A, B, C)  # noqa: E731 (timed in this iteration)
+            run = lib(s, A, B, C)
         out[label] = flop / best_seconds(run, r) / 1e9
-    return out, errors
+    return out, (errors, via_run)
 
 
 def shape_label(s):
@@ -179,26 +199,30 @@ def main():
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--only", name,
                                 "--threads", str(a.threads), "--reps", str(a.reps)],
                                check=True, capture_output=True, text=True)
-            speed, errors = json.loads(r.stdout.strip().splitlines()[-1])
+            speed, (errors, via_run) = json.loads(r.stdout.strip().splitlines()[-1])
             if name in results:
-                best = results[name][0]
+                best, _, best_via_run = results[name]
                 speed = {s: max(v, best[s]) for s, v in speed.items()}
-            results[name] = (speed, errors)
+                via_run = {s: max(v, best_via_run[s]) for s, v in via_run.items()}
+            results[name] = (speed, errors, via_run)
     rows = []
     for s in SHAPES:
         label = shape_label(s)
-        row = {"shape": label, "rewire_rel_err": results["Rewire"][1][label]}
+        row = {"shape": label, "rewire_rel_err": results["Rewire"][1][label],
+               "Rewire via Model.run": results["Rewire"][2][label]}
         for name in names:
             row[name] = results[name][0][label]
         rows.append(row)
     print("GEMM GFLOP/s, best of %d x %d passes, %d threads, %s; each library in its own process"
           % (a.reps, a.passes, a.threads, cpu_model()))
-    print("%-18s" % "M x N x K" + "".join("%14s" % n[:13] for n in names) + "   Rewire/best")
+    print("Rewire: a bound call (Model.bind); Model.run, which builds the call each time, last")
+    print("%-18s" % "M x N x K" + "".join("%14s" % n[:13] for n in names) + "   Rewire/best"
+          + "  Model.run")
     for r in rows:
         best = max(r[n] for n in names[1:]) if len(names) > 1 else r["Rewire"]
         r["rewire_vs_best"] = r["Rewire"] / best
         print("%-18s" % r["shape"] + "".join("%14.1f" % r[n] for n in names) +
-              "   %.2f" % r["rewire_vs_best"])
+              "   %.2f" % r["rewire_vs_best"] + "%11.1f" % r["Rewire via Model.run"])
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "machine": cpu_model(),

@@ -5,10 +5,11 @@
 // AVX2 kernels where oneDNN runs AVX2 kernels; A^T B from 2048 rows, in
 // chunks of 64 terms and blocks of 256 rows), few columns, A^T B with
 // aliased strides, A^T B with a small output through a transposed copy of
-// A; every combination of transposes, padded leading dimensions, beta 0 (C
-// holding NaN, which must not be read), 1 and 0.5, on 1 and 2 threads.
-// Inputs are random; the tolerance is fp32 round-off of the sum of |terms|
-// (1e-6 of it, k up to 600).
+// A, A B^T with B's rows 4 KiB apart through a transposed copy of B; every
+// combination of transposes, padded leading dimensions, beta 0 (C holding
+// NaN, which must not be read), 1 and 0.5, on 1 and 2 threads. Inputs are
+// random; the tolerance is fp32 round-off of the sum of |terms| (1e-6 of
+// it, k up to 3072).
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -36,10 +37,12 @@ struct Shape {
 /// Where the operands sit: leading dimensions 3 past their widths, each
 /// matrix kOffset floats from its base.
 constexpr int64_t kOffset = 5;
+/// `ldb`, where given, replaces B's (a stride the kernels treat specially).
 struct Layout {
   int64_t lda, ldb, ldc;
-  Layout(const Shape &s, bool ta, bool tb)
-      : lda((ta ? s.m : s.k) + 3), ldb((tb ? s.k : s.n) + 3), ldc(s.n + 3) {}
+  Layout(const Shape &s, bool ta, bool tb, int64_t ldbGiven = 0)
+      : lda((ta ? s.m : s.k) + 3), ldb(ldbGiven ? ldbGiven : (tb ? s.k : s.n) + 3),
+        ldc(s.n + 3) {}
 };
 
 /// C = op(A) op(B) + beta C through rewire_sgemm on `threads` threads.
@@ -56,8 +59,8 @@ std::vector<float> product(const Shape &s, const Layout &l, bool ta, bool tb, fl
   return c;
 }
 
-void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed) {
-  const Layout l(s, ta, tb);
+void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed, int64_t ldbGiven = 0) {
+  const Layout l(s, ta, tb, ldbGiven);
   const int64_t lda = l.lda, ldb = l.ldb, ldc = l.ldc;
   int64_t arows = ta ? s.k : s.m, brows = tb ? s.n : s.k;
   std::mt19937 rng(seed);
@@ -73,7 +76,7 @@ void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed) {
   auto opB = [&](int64_t q, int64_t j) { return b[kOffset + (tb ? j * ldb + q : q * ldb + j)]; };
   std::string what = "m " + std::to_string(s.m) + " n " + std::to_string(s.n) + " k " +
                      std::to_string(s.k) + (ta ? " A^T" : "") + (tb ? " B^T" : "") +
-                     " beta " + std::to_string(beta);
+                     " beta " + std::to_string(beta) + " ldb " + std::to_string(ldb);
   std::vector<float> one = product(s, l, ta, tb, beta, a, b, c0, 1);
   std::vector<float> two = product(s, l, ta, tb, beta, a, b, c0, 2);
   for (int64_t i = 0; i < s.m; ++i) {
@@ -139,6 +142,24 @@ TEST(Sgemm, TransposedCopyOfA) {
       check(s, true, false, beta, seed++);
       check(s, false, false, beta, seed++);
     }
+}
+
+// A B^T with B's rows a multiple of 1024 floats apart (Kernels.c's
+// transposed copy of B on AMD CPUs where oneDNN runs AVX-512 kernels; the
+// direct call elsewhere): a stride wider than k, row and column counts not
+// multiples of the copy's 8 x 8 blocks, the edges m 16 and n 32 and just
+// under them.
+TEST(Sgemm, TransposedCopyOfB) {
+  uint32_t seed = 300;
+  struct Case {
+    Shape s;
+    int64_t ldb;
+  };
+  for (Case c : {Case{{16, 40, 1024}, 1024}, Case{{130, 100, 1000}, 1024},
+                 Case{{33, 64, 2048}, 2048}, Case{{17, 37, 3072}, 3072},
+                 Case{{15, 32, 1024}, 1024}, Case{{64, 31, 1024}, 1024}})
+    for (float beta : {0.0f, 1.0f, 0.5f})
+      check(c.s, false, true, beta, seed++, c.ldb);
 }
 
 TEST(Sgemm, OtherShapes) {
