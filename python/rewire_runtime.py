@@ -53,9 +53,10 @@ def _library():
     for name in ("rewire_function_input_name", "rewire_function_output_name"):
         getattr(lib, name).restype = ctypes.c_char_p
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32]
-    lib.rewire_model_run.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                                     ctypes.POINTER(_Tensor), ctypes.c_int32,
-                                     ctypes.POINTER(_Tensor)]
+    for name in ("rewire_model_run", "rewire_model_check"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                       ctypes.POINTER(_Tensor), ctypes.c_int32,
+                                       ctypes.POINTER(_Tensor)]
     return lib
 
 
@@ -186,9 +187,12 @@ class Model:
         IOBinding): the descriptors are built once, so a call costs the C
         API's checks and the work. Write new values into the same arrays
         between calls; they are held (a bound array cannot be resized). The
-        first call is made here, so a mismatch fails now, not later."""
+        call is checked here (counts, dtypes, shapes) without running it: a
+        mismatch fails now, and binding a train step does not take one."""
         f, ins, outv, outputs, keep = self._call(name, inputs, outputs, bound=True)
         lib, handle, nin, nout = self._lib, self._handle, len(inputs), len(outputs)
+        if lib.rewire_model_check(handle, f, nin, ins, nout, outv) != 0:
+            raise RewireError(last_error())
 
         def call():
             if lib.rewire_model_run(handle, f, nin, ins, nout, outv) != 0:
@@ -196,5 +200,4 @@ class Model:
             return outputs
         call.arrays = keep  # the bound arrays and shapes live as long as the function
         call.model = self   # and so does the model
-        call()
         return call

@@ -121,9 +121,10 @@ int32_t rewire_function_output(const rewire_model *m, int32_t f, int32_t i, rewi
   return 0;
 }
 
-int32_t rewire_model_run(const rewire_model *m, int32_t f, int32_t numInputs,
-                         const rewire_tensor *inputs, int32_t numOutputs,
-                         const rewire_tensor *outputs) {
+/// rewire_model_run's checks, then the run unless `checkOnly`.
+static int32_t checkAndRun(const rewire_model *m, int32_t f, int32_t numInputs,
+                           const rewire_tensor *inputs, int32_t numOutputs,
+                           const rewire_tensor *outputs, bool checkOnly) {
   const FunctionInfo *fn = functionAt(m, f);
   if (!fn)
     return -1;
@@ -146,10 +147,23 @@ int32_t rewire_model_run(const rewire_model *m, int32_t f, int32_t numInputs,
       return fail(*err);
     out.push_back(outputs[i].data);
   }
-  if (auto err = m->model->runRaw(fn->name, in.data(), out.data()))
-    return fail(*err);
+  if (!checkOnly)
+    if (auto err = m->model->runRaw(fn->name, in.data(), out.data()))
+      return fail(*err);
   lastError.clear();
   return 0;
+}
+
+int32_t rewire_model_check(const rewire_model *m, int32_t f, int32_t numInputs,
+                           const rewire_tensor *inputs, int32_t numOutputs,
+                           const rewire_tensor *outputs) {
+  return checkAndRun(m, f, numInputs, inputs, numOutputs, outputs, /*checkOnly=*/true);
+}
+
+int32_t rewire_model_run(const rewire_model *m, int32_t f, int32_t numInputs,
+                         const rewire_tensor *inputs, int32_t numOutputs,
+                         const rewire_tensor *outputs) {
+  return checkAndRun(m, f, numInputs, inputs, numOutputs, outputs, /*checkOnly=*/false);
 }
 
 const char *rewire_function_input_name(const rewire_model *m, int32_t f, int32_t i) {

@@ -54,5 +54,7 @@ TEST(RuntimeCApi, NullAndBadIndices) {
   rewire_tensor t;
   EXPECT_EQ(rewire_function_input(nullptr, 0, 0, &t), -1);
   EXPECT_EQ(rewire_model_run(nullptr, 0, 0, nullptr, 0, nullptr), -1);
+  EXPECT_EQ(rewire_model_check(nullptr, 0, 0, nullptr, 0, nullptr), -1);
+  EXPECT_STREQ(rewire_last_error(), "invalid model or function index 0");
   rewire_model_free(nullptr);
 }

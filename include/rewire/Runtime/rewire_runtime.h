@@ -55,6 +55,12 @@ const char *rewire_function_output_name(const rewire_model *model, int32_t funct
 int32_t rewire_model_run(const rewire_model *model, int32_t function, int32_t num_inputs,
                          const rewire_tensor *inputs, int32_t num_outputs,
                          const rewire_tensor *outputs);
+/* The checks of rewire_model_run without the run: 0 where the call would be
+ * accepted, else -1 with the same message in rewire_last_error (for
+ * bindings that build a call once and run it many times). */
+int32_t rewire_model_check(const rewire_model *model, int32_t function, int32_t num_inputs,
+                           const rewire_tensor *inputs, int32_t num_outputs,
+                           const rewire_tensor *outputs);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,8 @@
 once runs on the caller's arrays as they are at each call, fills the same
 output arrays, agrees bit for bit with Model.run, keeps its model alive, and
 refuses what it cannot bind (a non-contiguous array, whose copy would not see
-later writes; a wrong dtype, at bind time). The product is x W^T with W's
+later writes; a wrong dtype, shape or count, at bind time, without running
+the function). The product is x W^T with W's
 rows 1024 floats apart, an exported Linear layer's form (Kernels.c takes a
 transposed copy of W on some CPUs): checked against float64 NumPy.
 
@@ -45,8 +46,12 @@ def close(y, x, w, what):
     assert err < 1e-6, what
 
 
-call = model.bind("forward", x, w)
+pending = np.full((M, N), np.nan, np.float32)
+call = model.bind("forward", x, w, outputs=[pending])
+assert np.isnan(pending).all(), "bind ran the function"
+print("bind checks without running")
 (y,) = call()
+assert y is pending
 close(y, x, w, "bound call")
 x[:] = rng.standard_normal((M, K), dtype=np.float32)  # new values, same array
 w *= -0.5
@@ -78,6 +83,8 @@ model = rr.Model(os.path.join(work, "linear.rwx"))
 wide = np.zeros((M, 2 * K), np.float32)
 refused("a non-contiguous input", lambda: model.bind("forward", wide[:, ::2], w), "C-contiguous")
 refused("a float64 input", lambda: model.bind("forward", x.astype(np.float64), w), "f64")
+refused("a wrong shape", lambda: model.bind("forward", x[:-1], w), "must be 40x1024xf32")
+refused("a missing input", lambda: model.bind("forward", x), "takes 2 input(s)")
 refused("a non-contiguous output",
         lambda: model.bind("forward", x, w, outputs=[np.zeros((N, M), np.float32).T]),
         "C-contiguous")
