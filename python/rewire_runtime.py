@@ -18,8 +18,8 @@ _DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.u
            "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8,
            "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
            "i1": np.bool_}
-_NAMES = {np.dtype(v): k for k, v in _DTYPES.items() if k != "bf16"}
-_ENCODED = {t: k.encode() for t, k in _NAMES.items()}
+# NumPy dtype -> the C API's dtype name (bf16 excepted: see describe).
+_ENCODED = {np.dtype(v): k.encode() for k, v in _DTYPES.items() if k != "bf16"}
 _ONE = (ctypes.c_int64 * 1)(1)
 
 
