@@ -153,6 +153,8 @@ void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const Compile
   // data-parallel trainer sums them over the ranks meanwhile).
   pm.addPass(rewire::createOutputReadyCalls(
       OutputReadyCallsOptions{{std::string(rewire::trainstep::kGradFunction)}}));
+  // Views with gaps are copied by loops, not by the runtime's row-by-row call.
+  pm.nest<func::FuncOp>().addPass(rewire::createStridedCopiesToLoops());
   // Parallel loop dimensions become OpenMP work-sharing loops (threads > 1);
   // the alloca scopes scf-to-openmp creates must be lowered (by
   // finalize-memref-to-llvm) before scf-to-cf splits their regions.

@@ -201,6 +201,35 @@ def DistinctResultBuffers : Pass<"rewire-distinct-result-buffers", "::mlir::func
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def StridedCopiesToLoops : Pass<"rewire-strided-copies-to-loops", "::mlir::func::FuncOp"> {
+  let summary = "Copy views that are not one contiguous block with loops, not the runtime's call";
+  let description = [{
+    Bufferization writes `memref.copy` for every `tensor.insert_slice` into a
+    larger tensor: a concatenation of three weights into one `[3072, 24]`
+    operand (rewire-fuse-sibling-matmuls), of three gradients into one
+    `[512, 24]`. Where a side is a view with gaps (a few columns of a wider
+    buffer), finalize-memref-to-llvm lowers the copy to a call of the
+    runtime's `memrefCopy`, which walks the view one row at a time with a
+    `memcpy` per row on the calling thread while the other threads wait:
+    3072 calls of 16 bytes for a `[3072, 4]` block. This pass, on buffers
+    before the loop lowering, turns exactly those copies (the ones that
+    lowering would not make one `memcpy`: neither an identity layout nor a
+    static, gap-free row-major view) into `linalg.copy`, which becomes loops
+    like any other nest: vectorized, and shared by the threads where
+    rewire-parallel-outer-loops finds the work large enough.
+
+    ```mlir
+    memref.copy %w, %v : memref<3072x4xf32> to memref<3072x4xf32, strided<[24, 1], offset: 16>>
+    // becomes
+    linalg.copy ins(%w : memref<3072x4xf32>)
+                outs(%v : memref<3072x4xf32, strided<[24, 1], offset: 16>>)
+    ```
+
+    Copies between single blocks and unranked copies are left alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def OutputReadyCalls : Pass<"rewire-output-ready-calls", "::mlir::ModuleOp"> {
   let summary = "Tell the caller as soon as each output of an entry point is final";
   let description = [{
