@@ -14,7 +14,11 @@
  * exported functions, and the outlined ones are local, but the offset
  * matches the artifact's disassembly (regions.py does that). LIBRARY is
  * the shared object of the call site (oneDNN's for its GEMMs), as dladdr
- * says when the region first runs ("-" where it does not know). Only for measuring: bench/regions/regions.py builds and runs it.
+ * says when the region first runs ("-" where it does not know).
+ *
+ * Where $OMPT_TRACE_OUT names a file it also writes every region run, in
+ * order (the first kTrace), one line each: SITE_INDEX BEGIN_S END_S, the
+ * index counting the lines of $OMPT_REGIONS_OUT from 0. Only for measuring: bench/regions/regions.py builds and runs it.
  *
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
@@ -26,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { kSites = 4096, kThreads = 2, kLeaWindow = 800 };
+enum { kSites = 4096, kThreads = 2, kLeaWindow = 800, kTrace = 1 << 18 };
 
 struct Site {
   const void *callsite;
@@ -40,6 +44,11 @@ static int used;
 static int nextThread;
 static __thread int thread = -1;
 static __thread double waitBegin;
+static struct Run {
+  int site;
+  double begin, end;
+} trace[kTrace];
+static int traced, tracing;
 
 static double now(void) {
   struct timespec t;
@@ -96,8 +105,12 @@ static void parallelEnd(ompt_data_t *parallel, ompt_data_t *task, int flags,
                         const void *callsite) {
   (void)task, (void)flags, (void)callsite;
   struct Site *s = parallel->ptr;
-  if (s)
-    s->wall += now() - s->begin;
+  if (!s)
+    return;
+  double end = now();
+  s->wall += end - s->begin;
+  if (tracing && traced < kTrace)
+    trace[traced++] = (struct Run){(int)(s - sites), s->begin, end};
 }
 
 static void syncWait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
@@ -120,6 +133,7 @@ static int initialize(ompt_function_lookup_t lookup, int device, ompt_data_t *da
   set(ompt_callback_parallel_begin, (ompt_callback_t)parallelBegin);
   set(ompt_callback_parallel_end, (ompt_callback_t)parallelEnd);
   set(ompt_callback_sync_region_wait, (ompt_callback_t)syncWait);
+  tracing = getenv("OMPT_TRACE_OUT") != NULL;
   return 1;
 }
 
@@ -133,6 +147,12 @@ static void finalize(ompt_data_t *data) {
     fprintf(out, "%p %ld %s %ld %.6f %.6f %.6f\n", sites[i].callsite, sites[i].microtask,
             sites[i].library, sites[i].count, sites[i].wall, sites[i].wait[0], sites[i].wait[1]);
   fclose(out);
+  FILE *runs = tracing ? fopen(getenv("OMPT_TRACE_OUT"), "w") : NULL;
+  if (!runs)
+    return;
+  for (int i = 0; i < traced; ++i)
+    fprintf(runs, "%d %.7f %.7f\n", trace[i].site, trace[i].begin, trace[i].end);
+  fclose(runs);
 }
 
 ompt_start_tool_result_t *ompt_start_tool(unsigned int version, const char *runtime) {
