@@ -206,7 +206,7 @@ def StridedCopiesToLoops : Pass<"rewire-strided-copies-to-loops", "::mlir::func:
   let description = [{
     Bufferization writes `memref.copy` for every `tensor.insert_slice` into a
     larger tensor: a concatenation of three weights into one `[3072, 24]`
-    operand (rewire-fuse-sibling-matmuls), of three gradients into one
+    operand (nn-fuse-sibling-matmuls), of three gradients into one
     `[512, 24]`. Where a side is a view with gaps (a few columns of a wider
     buffer), finalize-memref-to-llvm lowers the copy to a call of the
     runtime's `memrefCopy`, which walks the view one row at a time with a

@@ -1,7 +1,7 @@
 //===- StridedCopiesToLoops.cpp - Strided buffer copies as loops ----------===//
 //
 // Implements rewire-strided-copies-to-loops (see Passes.td): a memref.copy
-// that finalize-memref-to-llvm would hand to the runtime's element-wise
+// that finalize-memref-to-llvm would hand to the runtime's row-by-row
 // memrefCopy (a view that is not one contiguous block) becomes linalg.copy,
 // which lowers to the same parallel, vectorized loops as every other nest.
 //
