@@ -140,3 +140,164 @@ void rewire_hyper_write_grad(int64_t g, int64_t gOff, int64_t gsT, int64_t gsN, 
     }
   }
 }
+
+/*===----------------------------------------------------------------------===*
+ * rewire_hyper_project_grad: the reverse of an mHC site's coefficient
+ * projection (residual.hyper_project_grad), z = r (x . W) with x a token's
+ * n streams flattened (K = n d features) and r = 1/sqrt(mean(x^2) + eps):
+ *
+ *   dX[t, :] = (r_t dz_t) . W^T + s_t x_t,   s_t = -(r_t^3 / K) sum_j dz_tj p_tj
+ *   dW       = sum_t x_t^T (r_t dz_t)
+ *
+ * with p = x . W the unscaled projection. As separate ops the two products
+ * (k = n^2 + 2n terms, 24 for n = 4) each read the stream and the first
+ * writes a stream-sized tensor the sum reads back; here the stream is read
+ * once and dX written once. The threads share the K columns in chunks of
+ * kChunk: a chunk's k x kChunk slice of W^T and of the dW accumulator stay
+ * in L1 (laid out [k][kChunk], so their rows are not 4 KiB apart: rows of
+ * the full [k][K] transposes aliased in the store buffer and cost 2x), and
+ * kTokens tokens at a time share each load of them. Every output element
+ * is summed by one thread in a fixed order: the bits do not depend on the
+ * team.
+ *===----------------------------------------------------------------------===*/
+
+#include <string.h>
+
+/* Kernels.c: the artifact's allocator for temporaries (ends the call with a
+ * message when memory runs out) and its error path. */
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+void rewire_kernel_failed(const char *message);
+
+typedef float vfloat16 __attribute__((vector_size(64), aligned(4)));
+
+enum { kChunk = 64, kTokens = 8 };
+
+/* Columns [c0, c0 + cols) of dX for every token and of dW. D [tokens, k]
+ * (r dz) and S [tokens] are dense; x's rows are contiguous (row stride xs),
+ * dX's likewise (dxs); w is W with strides (wsK, wsJ) and dw dense [K, k];
+ * wt, dwt are [k][kChunk] scratch. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
+projectGradChunk(const float *restrict x, int64_t xs, float *restrict dx, int64_t dxs,
+                 const float *restrict D, const float *restrict S, const float *restrict w,
+                 int64_t wsK, int64_t wsJ, float *restrict dw, float *restrict wt,
+                 float *restrict dwt, int64_t tokens, int64_t k, int64_t c0, int64_t cols) {
+  for (int64_t j = 0; j < k; ++j) {
+    for (int64_t c = 0; c < cols; ++c)
+      wt[j * kChunk + c] = w[(c0 + c) * wsK + j * wsJ];
+    memset(dwt + j * kChunk, 0, sizeof(float) * kChunk);
+  }
+  int64_t vecCols = cols == kChunk ? kChunk : 0; /* a partial chunk: scalar */
+  int64_t t = 0;
+  for (; vecCols && t + kTokens <= tokens; t += kTokens) {
+    for (int64_t c = 0; c < vecCols; c += 16) {
+      vfloat16 xv[kTokens], acc[kTokens];
+      for (int b = 0; b < kTokens; ++b) {
+        xv[b] = *(const vfloat16 *)(x + (t + b) * xs + c0 + c);
+        acc[b] = xv[b] * S[t + b];
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        vfloat16 wv = *(const vfloat16 *)(wt + j * kChunk + c);
+        vfloat16 dwv = *(vfloat16 *)(dwt + j * kChunk + c);
+        for (int b = 0; b < kTokens; ++b) {
+          float dj = D[(t + b) * k + j];
+          acc[b] += dj * wv;
+          dwv += dj * xv[b];
+        }
+        *(vfloat16 *)(dwt + j * kChunk + c) = dwv;
+      }
+      for (int b = 0; b < kTokens; ++b)
+        *(vfloat16 *)(dx + (t + b) * dxs + c0 + c) = acc[b];
+    }
+  }
+  for (; t < tokens; ++t)
+    for (int64_t c = 0; c < cols; ++c) {
+      float xv = x[t * xs + c0 + c], acc = xv * S[t];
+      for (int64_t j = 0; j < k; ++j) {
+        acc += D[t * k + j] * wt[j * kChunk + c];
+        dwt[j * kChunk + c] += D[t * k + j] * xv;
+      }
+      dx[t * dxs + c0 + c] = acc;
+    }
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t j = 0; j < k; ++j)
+      dw[(c0 + c) * k + j] = dwt[j * kChunk + c];
+}
+
+void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t dzsJ,
+                               int64_t p, int64_t pOff, int64_t psT, int64_t psJ,
+                               int64_t r, int64_t rOff, int64_t rsT,
+                               int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
+                               int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
+                               int64_t dx, int64_t dxOff, int64_t dw, int64_t dwOff,
+                               int64_t tokens, int64_t n, int64_t d, int64_t k,
+                               int64_t threads) {
+  if (tokens <= 0 || n <= 0 || d <= 0 || k <= 0)
+    return;
+  if (n > INT64_MAX / d)
+    rewire_kernel_failed("hyper_project_grad: the stream's n * d features overflow");
+  int64_t K = n * d;
+  const float *DZ = (const float *)(intptr_t)dz + dzOff, *P = (const float *)(intptr_t)p + pOff,
+              *R = (const float *)(intptr_t)r + rOff, *X = (const float *)(intptr_t)x + xOff,
+              *W = (const float *)(intptr_t)w + wOff;
+  float *DX = (float *)(intptr_t)dx + dxOff, *DW = (float *)(intptr_t)dw + dwOff;
+  int64_t chunks = (K + kChunk - 1) / kChunk;
+  int team = threads > 0 ? (int)threads : omp_get_max_threads();
+  if (team < 1)
+    team = 1;
+  if (chunks < team)
+    team = (int)chunks;
+  /* Scratch: D = r dz [tokens, k] and S [tokens], then per thread the
+   * chunk's W^T and dW^T slices, [k][kChunk] each. */
+  size_t perThread = 2 * (size_t)kChunk * (size_t)k;
+  size_t floats = 0;
+  if ((size_t)k + 1 > (SIZE_MAX / sizeof(float)) / (size_t)tokens ||
+      perThread / 2 / kChunk != (size_t)k || perThread > (SIZE_MAX / sizeof(float)) / (size_t)team)
+    rewire_kernel_failed("hyper_project_grad: the scratch size overflows (too many tokens or "
+                         "coefficients)");
+  floats = ((size_t)k + 1) * (size_t)tokens;
+  floats = (floats + 15) & ~(size_t)15; /* the threads' slices 64-byte aligned */
+  if (floats > (SIZE_MAX / sizeof(float)) - perThread * (size_t)team)
+    rewire_kernel_failed("hyper_project_grad: the scratch size overflows");
+  float *scratch = (float *)_mlir_memref_to_llvm_alloc(sizeof(float) *
+                                                       (floats + perThread * (size_t)team));
+  float *D = scratch, *S = scratch + (size_t)tokens * (size_t)k;
+  for (int64_t t = 0; t < tokens; ++t) {
+    float rt = R[t * rsT], dot = 0.0f;
+    for (int64_t j = 0; j < k; ++j) {
+      float g = DZ[t * dzsT + j * dzsJ];
+      D[t * k + j] = rt * g;
+      dot += g * P[t * psT + j * psJ];
+    }
+    S[t] = -(rt * rt * rt / (float)K) * dot;
+  }
+  if (xsD != 1 || xsN != d) {
+    /* A stream whose token rows are not contiguous: the same sums in the
+     * same order, through its strides (views the pipeline does not make). */
+    for (int64_t c = 0; c < K; ++c)
+      for (int64_t j = 0; j < k; ++j)
+        DW[c * k + j] = 0.0f;
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t c = 0; c < K; ++c) {
+        float xv = X[t * xsT + (c / d) * xsN + (c % d) * xsD], acc = xv * S[t];
+        for (int64_t j = 0; j < k; ++j) {
+          acc += D[t * k + j] * W[c * wsK + j * wsJ];
+          DW[c * k + j] += D[t * k + j] * xv;
+        }
+        DX[t * K + c] = acc;
+      }
+    _mlir_memref_to_llvm_free(scratch);
+    return;
+  }
+#pragma omp parallel num_threads(team)
+  {
+    float *wt = scratch + floats + (size_t)omp_get_thread_num() * perThread;
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < chunks; ++q) {
+      int64_t c0 = q * kChunk, cols = K - c0 < kChunk ? K - c0 : kChunk;
+      projectGradChunk(X, xsT, DX, K, D, S, W, wsK, wsJ, DW, wt, wt + (size_t)kChunk * k, tokens,
+                       k, c0, cols);
+    }
+  }
+  _mlir_memref_to_llvm_free(scratch);
+}

@@ -1,0 +1,125 @@
+//===- HyperProjectGradTest.cpp - rewire_hyper_project_grad vs float64 ----===//
+//
+// The reverse of an mHC site's coefficient projection
+// (runtime/HyperKernels.c): dX = (r dz) W^T + s x, s = -(r^3 / K) dz . p,
+// and dW = sum_t x_t^T (r_t dz_t), against a float64 reference on random
+// inputs: the 2-layer GPT's shape (512 tokens, n 4, d 768, k 24), token
+// counts that are not a multiple of the kernel's token block, K not a
+// multiple of its column chunk (the scalar tail), padded token rows,
+// a stream with gaps between its rows (the strided path), a transposed W
+// view, 1 and 2 threads (bit for bit the same). Tolerance: fp32 round-off
+// of the sum of |terms| (2e-6 of it).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/HyperKernels.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct Case {
+  int64_t tokens, n, d, k;
+  int64_t rowPad;    ///< Floats after each token's block of the stream.
+  int64_t streamGap; ///< Floats between a token's stream rows (0: contiguous).
+  bool wTransposed;  ///< W read through a [k, K] buffer (strides 1, K).
+};
+
+struct Inputs {
+  std::vector<float> dz, p, r, x, w;
+  int64_t xsT, xsN, wsK, wsJ;
+};
+
+Inputs make(const Case &c, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::uniform_real_distribution<float> pos(0.5f, 2.0f);
+  Inputs in;
+  int64_t K = c.n * c.d;
+  auto fill = [&](std::vector<float> &v, size_t size) {
+    v.resize(size);
+    for (float &f : v)
+      f = dist(rng);
+  };
+  fill(in.dz, c.tokens * c.k);
+  fill(in.p, c.tokens * c.k);
+  in.r.resize(c.tokens);
+  for (float &f : in.r)
+    f = pos(rng);
+  in.xsN = c.d + c.streamGap;
+  in.xsT = c.n * in.xsN + c.rowPad;
+  fill(in.x, c.tokens * in.xsT + 1);
+  fill(in.w, K * c.k);
+  in.wsK = c.wTransposed ? 1 : c.k;
+  in.wsJ = c.wTransposed ? K : 1;
+  return in;
+}
+
+void run(const Case &c, const Inputs &in, int threads, std::vector<float> &dx,
+         std::vector<float> &dw) {
+  int64_t K = c.n * c.d;
+  dx.assign(c.tokens * K + 2, NAN);
+  dw.assign(K * c.k + 2, NAN);
+  auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
+  rewire_hyper_project_grad(ptr(in.dz), 0, c.k, 1, ptr(in.p), 0, c.k, 1, ptr(in.r), 0, 1,
+                            ptr(in.x), 1, in.xsT, in.xsN, 1, ptr(in.w), 0, in.wsK, in.wsJ,
+                            ptr(dx), 2, ptr(dw), 2, c.tokens, c.n, c.d, c.k, threads);
+}
+
+void check(const Case &c) {
+  std::mt19937 rng(1234 + c.tokens * 7 + c.k);
+  Inputs in = make(c, rng);
+  int64_t K = c.n * c.d;
+  std::vector<float> dx1, dw1, dx2, dw2;
+  run(c, in, 1, dx1, dw1);
+  run(c, in, 2, dx2, dw2);
+  ASSERT_EQ(0, std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)))
+      << "dX differs between 1 and 2 threads";
+  ASSERT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)))
+      << "dW differs between 1 and 2 threads";
+  auto X = [&](int64_t t, int64_t col) {
+    return (double)in.x[1 + t * in.xsT + (col / c.d) * in.xsN + col % c.d];
+  };
+  auto W = [&](int64_t col, int64_t j) { return (double)in.w[col * in.wsK + j * in.wsJ]; };
+  for (int64_t t = 0; t < c.tokens; ++t) {
+    double r = in.r[t], dot = 0;
+    for (int64_t j = 0; j < c.k; ++j)
+      dot += (double)in.dz[t * c.k + j] * in.p[t * c.k + j];
+    double s = -r * r * r / (double)K * dot;
+    for (int64_t col = 0; col < K; ++col) {
+      double want = s * X(t, col), mag = std::fabs(want);
+      for (int64_t j = 0; j < c.k; ++j) {
+        double term = r * in.dz[t * c.k + j] * W(col, j);
+        want += term;
+        mag += std::fabs(term);
+      }
+      ASSERT_NEAR(dx1[2 + t * K + col], want, 2e-6 * mag + 1e-30)
+          << "dX[" << t << ", " << col << "]";
+    }
+  }
+  for (int64_t col = 0; col < K; ++col)
+    for (int64_t j = 0; j < c.k; ++j) {
+      double want = 0, mag = 0;
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        double term = X(t, col) * in.r[t] * in.dz[t * c.k + j];
+        want += term;
+        mag += std::fabs(term);
+      }
+      ASSERT_NEAR(dw1[2 + col * c.k + j], want, 2e-6 * mag + 1e-30)
+          << "dW[" << col << ", " << j << "]";
+    }
+  EXPECT_TRUE(std::isnan(dx1[0]) && std::isnan(dx1[1]) && std::isnan(dw1[0]))
+      << "wrote before its offset";
+}
+
+TEST(HyperProjectGrad, GptShape) { check({512, 4, 768, 24, 0, 0, false}); }
+TEST(HyperProjectGrad, OddTokensAndTail) { check({37, 3, 50, 15, 0, 0, false}); }
+TEST(HyperProjectGrad, PaddedRowsTransposedW) { check({20, 4, 64, 24, 5, 0, true}); }
+TEST(HyperProjectGrad, GapsBetweenStreams) { check({9, 2, 40, 8, 3, 2, false}); }
+TEST(HyperProjectGrad, OneToken) { check({1, 1, 16, 1, 0, 0, false}); }
+TEST(HyperProjectGrad, ManyCoefficients) { check({17, 8, 96, 80, 0, 0, false}); }
+
+} // namespace
