@@ -140,6 +140,84 @@ SmallVector<Value, 3> residual::decomposeHyperWriteGrad(ImplicitLocOpBuilder &b,
                             op.getLayerAttr());
 }
 
+/// `x` with its last two dimensions swapped.
+static Value transposeLastTwo(ImplicitLocOpBuilder &b, Value x) {
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rankOf(x); ++i)
+    perm.push_back(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
+}
+
+std::pair<Value, Value> residual::hyperProjectGradSums(ImplicitLocOpBuilder &b, Value dz, Value p,
+                                                       Value r, Value rows, Value stream,
+                                                       Value w) {
+  auto xt = typeOf(rows), wt = typeOf(w);
+  Type elt = xt.getElementType();
+  int64_t last = xt.getRank() - 1, features = xt.getDimSize(last);
+  Value dp = nn::MulOp::create(b, dz, r);
+  // r dz W^T: with one output column an outer product, elementwise.
+  Value direct;
+  if (wt.getDimSize(1) == 1)
+    direct = nn::MulOp::create(
+        b, dp, nn::ReshapeOp::create(b, RankedTensorType::get({features}, elt), w));
+  else
+    direct = nn::MatMulOp::create(b, dp, transposeLastTwo(b, w));
+  Value dot = nn::ReduceSumOp::create(b, nn::MulOp::create(b, dz, p),
+                                      b.getDenseI64ArrayAttr({last}), b.getBoolAttr(true));
+  Value r3 = nn::MulOp::create(b, r, nn::MulOp::create(b, r, r));
+  Value coef = nn::MulOp::create(
+      b, dot, nn::MulOp::create(b, r3, nn::scalar(b, elt, -1.0 / static_cast<double>(features))));
+  // mHC's rows are the token's n streams flattened, [.., n d]: the sum is
+  // taken in the stream's own shape [.., n, d], reading the product through
+  // a reshape (a view) and the stream itself, so it fuses with the stream's
+  // other gradients (res^T g, pre g) into one pass instead of being written
+  // flat and read back.
+  Value dx;
+  auto streamType = typeOf(stream);
+  if (xt != streamType && streamType.hasStaticShape()) {
+    SmallVector<int64_t> perToken(streamType.getShape());
+    perToken[perToken.size() - 1] = perToken[perToken.size() - 2] = 1;
+    Value coefs = reshape(b, coef, perToken);
+    dx = nn::AddOp::create(b, nn::ReshapeOp::create(b, streamType, direct),
+                           nn::MulOp::create(b, coefs, stream));
+  } else {
+    dx = nn::AddOp::create(b, direct, nn::MulOp::create(b, coef, rows));
+    if (dx.getType() != streamType)
+      dx = nn::ReshapeOp::create(b, streamType, dx);
+  }
+  // dW = rows^T (r dz), summed over the tokens: with static shapes one
+  // [K, tokens] . [tokens, k] product.
+  Value dw;
+  if (xt.hasStaticShape() && typeOf(dp).hasStaticShape()) {
+    int64_t tokens = 1;
+    for (int64_t s : xt.getShape().drop_back())
+      tokens *= s;
+    Value flatRows = reshape(b, rows, {tokens, features});
+    Value flatDp = reshape(b, dp, {tokens, wt.getDimSize(1)});
+    dw = nn::MatMulOp::create(b, transposeLastTwo(b, flatRows), flatDp);
+  } else {
+    dw = nn::MatMulOp::create(b, transposeLastTwo(b, rows), dp);
+    if (rankOf(dw) > 2) {
+      SmallVector<int64_t> lead;
+      for (int64_t i = 0; i + 2 < rankOf(dw); ++i)
+        lead.push_back(i);
+      dw = nn::ReduceSumOp::create(b, dw, b.getDenseI64ArrayAttr(lead), b.getBoolAttr(false));
+    }
+  }
+  return {dx, dw};
+}
+
+std::pair<Value, Value> residual::decomposeHyperProjectGrad(ImplicitLocOpBuilder &b,
+                                                            HyperProjectGradOp op) {
+  auto xt = typeOf(op.getX());
+  ArrayRef<int64_t> shape = xt.getShape();
+  SmallVector<int64_t> flat(shape.drop_back(2));
+  flat.push_back(shape[shape.size() - 2] * shape.back());
+  return hyperProjectGradSums(b, op.getDz(), op.getP(), op.getR(), reshape(b, op.getX(), flat),
+                              op.getX(), op.getW());
+}
+
 /// The mean over the stream axis.
 FailureOr<Value> HyperReduceOp::decompose(ImplicitLocOpBuilder &b, ValueRange v) {
   return Value(nn::ReduceMeanOp::create(b, v[0], b.getDenseI64ArrayAttr({rankOf(v[0]) - 2}),

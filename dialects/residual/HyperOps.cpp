@@ -224,3 +224,36 @@ LogicalResult HyperWriteGradOp::verify() {
                  failed(verifyResult(*this, info->perStream, elt, getDpost(), "dpost")) ||
                  failed(verifyResult(*this, resShape, elt, getDres(), "dres")));
 }
+
+LogicalResult HyperProjectGradOp::verify() {
+  auto x = cast<RankedTensorType>(getX().getType());
+  if (!x.hasStaticShape() || x.getRank() < 2)
+    return emitOpError() << "'X' must be a static hyper stream [..., n, d], got " << x;
+  ArrayRef<int64_t> shape = x.getShape();
+  int64_t n = shape[shape.size() - 2], d = shape.back();
+  auto w = cast<RankedTensorType>(getW().getType());
+  if (w.getRank() != 2 || !w.hasStaticShape() || w.getDimSize(0) != n * d)
+    return emitOpError() << "'W' must be [n * d, k] = [" << n * d << ", k], got " << w;
+  int64_t k = w.getDimSize(1);
+  Type elt = x.getElementType();
+  SmallVector<int64_t> perToken(shape.drop_back(2));
+  perToken.push_back(k);
+  SmallVector<int64_t> scale(shape.drop_back(2));
+  scale.push_back(1);
+  auto expect = [&](Value v, StringRef name, ArrayRef<int64_t> want) -> LogicalResult {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getShape() != want || t.getElementType() != elt)
+      return emitOpError() << "'" << name << "' must be " << RankedTensorType::get(want, elt)
+                           << ", got " << t;
+    return success();
+  };
+  if (failed(expect(getDz(), "dz", perToken)) || failed(expect(getP(), "p", perToken)) ||
+      failed(expect(getR(), "r", scale)))
+    return failure();
+  if (w.getElementType() != elt)
+    return emitOpError() << "'W' must have 'X''s element type " << elt << ", got " << w;
+  if (getDX().getType() != x || getDW().getType() != w)
+    return emitOpError() << "results must have the types of 'X' and 'W' (" << x << ", " << w
+                         << "), got " << getDX().getType() << ", " << getDW().getType();
+  return success();
+}

@@ -190,6 +190,52 @@ def Residual_HyperWriteGradOp : Residual_Op<"hyper_write_grad", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// residual.hyper_project_grad
+//===----------------------------------------------------------------------===//
+
+def Residual_HyperProjectGradOp : Residual_Op<"hyper_project_grad", [Pure]> {
+  let summary = "the reverse of an mHC coefficient projection, `dX` and `dW` in one op";
+  let description = [{
+    The reverse of the projection inside an mHC `residual.hyper_coeffs`
+    (maps `sigmoid`, `double_sigmoid`, `sinkhorn`): with `x` a token's `n`
+    streams of `X : [..., n, d]` flattened (`K = n * d` features),
+    `r = 1 / sqrt(mean(x^2) + eps)` its rms scale and `p = x . W` the
+    unscaled projection (`W : [K, k]`), the forward's `z = r p`; given the
+    adjoint `dz` of `z`,
+
+    ```
+    dX[..., :] = reshape((r dz) . W^T) + s X[..., :, :],  s = -(r^3 / K) sum_j dz_j p_j
+    dW         = sum over the tokens of x^T (r dz)
+    ```
+
+    `dz` and `p` are `[..., k]`, `r` is `[..., 1]` (the forward's values:
+    the op does not recompute them); `dX` has `X`'s type and `dW` `W`'s.
+    Written by the reverse rule of `residual.hyper_coeffs`
+    (lib/Autodiff/ResidualRules.cpp) with static shapes. On the CPU,
+    `rewire-hyper-to-kernel` merges the ops of one site (the three
+    coefficient sets read the same stream: their `dz`, `p` and `W`
+    concatenated, one `dX`) and calls the runtime's kernel, which reads the
+    stream once for both products (runtime/HyperKernels.c); elsewhere
+    `residual-decompose` expands it into the nn ops that are its definition
+    (`residual::hyperProjectGradSums`).
+
+    Example:
+    ```mlir
+    %dX, %dW = residual.hyper_project_grad %dz, %p, %r, %X, %W
+        : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x1xf32>, tensor<2x16x4x64xf32>,
+          tensor<256x16xf32> -> tensor<2x16x4x64xf32>, tensor<256x16xf32>
+    ```
+  }];
+  let arguments = (ins Residual_FloatTensor:$dz, Residual_FloatTensor:$p,
+                       Residual_FloatTensor:$r, Residual_FloatTensor:$X,
+                       Residual_FloatTensor:$W);
+  let results = (outs Residual_FloatTensor:$dX, Residual_FloatTensor:$dW);
+  let assemblyFormat = "$dz `,` $p `,` $r `,` $X `,` $W attr-dict `:` type($dz) `,` type($p) `,` "
+                       "type($r) `,` type($X) `,` type($W) `->` type($dX) `,` type($dW)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // residual.hyper_reduce
 //===----------------------------------------------------------------------===//
 

@@ -93,7 +93,8 @@ ArrayRef<std::string> residual::unfusedStreamOps() {
   static const std::string names[] = {LaurelOp::getOperationName().str(),
                                       HyperCoeffsOp::getOperationName().str(),
                                       ValueMixOp::getOperationName().str(),
-                                      HyperWriteGradOp::getOperationName().str()};
+                                      HyperWriteGradOp::getOperationName().str(),
+                                      HyperProjectGradOp::getOperationName().str()};
   return names;
 }
 
@@ -138,6 +139,16 @@ LogicalResult residual::decomposeStreamOps(Operation *root, ArrayRef<std::string
                 return op->emitOpError("internal error: the decomposition's type ")
                        << value.getType() << " for " << result.getType();
             return values;
+          })))
+    return failure();
+  if (failed(decomposeEach<HyperProjectGradOp>(
+          root, named,
+          [](ImplicitLocOpBuilder &b, HyperProjectGradOp op) -> FailureOr<SmallVector<Value, 3>> {
+            auto [dx, dw] = decomposeHyperProjectGrad(b, op);
+            if (dx.getType() != op.getDX().getType() || dw.getType() != op.getDW().getType())
+              return op->emitOpError("internal error: the decomposition's types ")
+                     << dx.getType() << ", " << dw.getType();
+            return SmallVector<Value, 3>{dx, dw};
           })))
     return failure();
   return decomposeEach<StreamOpInterface>(

@@ -68,6 +68,20 @@ llvm::SmallVector<mlir::Value, 3> hyperWriteGradSums(mlir::ImplicitLocOpBuilder 
 llvm::SmallVector<mlir::Value, 3> decomposeHyperWriteGrad(mlir::ImplicitLocOpBuilder &b,
                                                           HyperWriteGradOp op);
 
+/// The reverse of residual.hyper_coeffs' projection `z = r (rows . W)`
+/// (`r` the rows' rms scale, `p = rows . W`) given `z`'s adjoint `dz`: the
+/// adjoint of the stream (`rows` is `stream` itself or its tokens' streams
+/// flattened; the result has `stream`'s type) and of `W`, summed over the
+/// tokens. The definition of residual.hyper_project_grad
+/// (decomposeHyperProjectGrad) and the reverse rule's arithmetic where that
+/// op does not apply (per-stream rows, dynamic shapes).
+std::pair<mlir::Value, mlir::Value> hyperProjectGradSums(mlir::ImplicitLocOpBuilder &b,
+                                                         mlir::Value dz, mlir::Value p,
+                                                         mlir::Value r, mlir::Value rows,
+                                                         mlir::Value stream, mlir::Value w);
+std::pair<mlir::Value, mlir::Value> decomposeHyperProjectGrad(mlir::ImplicitLocOpBuilder &b,
+                                                              HyperProjectGradOp op);
+
 /// The gate `r` of `op` in nn ops, on `h`, `u`, `weight`, `bias` (the op's
 /// operands or values of their types): `sigmoid(concat[rms(h), rms(u)] W +
 /// b)` for a review gate, `sigmoid(h W + b)` for a highway gate. The

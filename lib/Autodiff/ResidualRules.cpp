@@ -104,14 +104,11 @@ struct HyperCoeffsRule
     Value w = op.getWeight();
     auto xt = cast<RankedTensorType>(x.getType());
     auto wt = cast<RankedTensorType>(w.getType());
-    Type elt = xt.getElementType();
-    int64_t last = xt.getRank() - 1;
-    int64_t features = xt.getDimSize(last);
+    int64_t features = xt.getDimSize(xt.getRank() - 1);
     if (ShapedType::isDynamic(features) || wt.getRank() != 2) // the general way
       return differentiateDecomposition(
           b, raw->getOperands(),
           [&](ImplicitLocOpBuilder &fb, ValueRange v) { return op.decompose(fb, v); }, g[0], out);
-    auto axis = b.getDenseI64ArrayAttr({last});
     Value r = residual::rmsScale(b, x, op.getEps().convertToDouble());
     Value p = nn::MatMulOp::create(b, x, w);
     Value z = nn::MulOp::create(b, p, r);
@@ -124,39 +121,22 @@ struct HyperCoeffsRule
             g[0], mapAdjoints)))
       return failure();
     Value dz = mapAdjoints[0] ? mapAdjoints[0] : splat(b, cast<RankedTensorType>(z.getType()), 0.0);
-    Value dp = nn::MulOp::create(b, dz, r);
-    // r dz W^T: with one output column an outer product, elementwise.
-    Value direct;
-    if (wt.getDimSize(1) == 1)
-      direct = nn::MulOp::create(
-          b, dp, nn::ReshapeOp::create(b, RankedTensorType::get({features}, elt), w));
-    else
-      direct = nn::MatMulOp::create(b, dp, transposeLast(b, w));
-    Value dot = nn::ReduceSumOp::create(b, nn::MulOp::create(b, dz, p), axis, b.getBoolAttr(true));
-    Value r3 = nn::MulOp::create(b, r, nn::MulOp::create(b, r, r));
-    Value coef = nn::MulOp::create(
-        b, dot, nn::MulOp::create(b, r3, scalar(b, elt, -1.0 / static_cast<double>(features))));
-    // mHC's rows are the token's n streams flattened, [.., n d]: the sum is
-    // taken in the stream's own shape [.., n, d], reading the product through
-    // a reshape (a view) and x itself, so it fuses with the stream's other
-    // gradients (res^T g, pre g) into one pass instead of being written
-    // flat and read back.
-    Value dx;
+    // mHC's flattened rows with static shapes: one op, which the CPU merges
+    // with the site's other coefficient sets and runs in one pass over the
+    // stream (rewire-hyper-to-kernel); its decomposition is the same
+    // arithmetic as the general way here.
     auto streamType = cast<RankedTensorType>(op.getX().getType());
-    if (xt != streamType && streamType.hasStaticShape()) {
-      SmallVector<int64_t> perToken(streamType.getShape());
-      perToken[perToken.size() - 1] = perToken[perToken.size() - 2] = 1;
-      Value coefs = nn::ReshapeOp::create(b, RankedTensorType::get(perToken, elt), coef);
-      dx = nn::AddOp::create(b, nn::ReshapeOp::create(b, streamType, direct),
-                             nn::MulOp::create(b, coefs, op.getX()));
+    Value dx, dw;
+    if (xt != streamType && streamType.hasStaticShape() && wt.hasStaticShape()) {
+      auto grad = residual::HyperProjectGradOp::create(b, streamType, wt, dz, p, r, op.getX(), w);
+      dx = grad.getDX();
+      dw = grad.getDW();
     } else {
-      dx = nn::AddOp::create(b, direct, nn::MulOp::create(b, coef, x));
-      if (dx.getType() != streamType)
-        dx = nn::ReshapeOp::create(b, streamType, dx);
+      std::tie(dx, dw) = residual::hyperProjectGradSums(b, dz, p, r, x, op.getX(), w);
     }
     out.push_back(dx);
     out.push_back(mapAdjoints[1]);
-    out.push_back(matmulRhsAdjoint(b, x, dp, wt));
+    out.push_back(dw);
     out.push_back(mapAdjoints[2]);
     return success();
   }

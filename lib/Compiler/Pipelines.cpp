@@ -81,8 +81,9 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // different ops, and one-shot bufferization then copies the shared buffer
   // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
   // The CPU takes the sums of a hyper stream write's reverse that read the
-  // stream's adjoint in one pass (runtime/HyperKernels.c); CUDA, and what
-  // the kernel does not take, run their decomposition.
+  // stream's adjoint in one pass, and so the reverse of each mHC site's
+  // coefficient projections (runtime/HyperKernels.c); CUDA, and what the
+  // kernels do not take, run their decomposition.
   if (options.hyperKernels && !options.cuda)
     pm.addPass(rewire::createHyperToKernel(
         HyperToKernelOptions{static_cast<int64_t>(options.threads)}));

@@ -445,7 +445,7 @@ def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
 }
 
 def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
-  let summary = "Call the runtime's fused per-token kernel for f32 residual.hyper_write_grad";
+  let summary = "Call the runtime's fused kernels for f32 residual.hyper_write_grad and hyper_project_grad";
   let description = [{
     Replaces every `residual.hyper_write_grad` on static f32 tensors (the
     sums of a hyper stream write's reverse that read the stream's adjoint:
@@ -462,6 +462,16 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     `bufferization.to_tensor restrict`. rewire-compile runs it for CPU
     targets before `residual-decompose`, which expands the ops left (other
     element types, dynamic shapes) and, for CUDA, all of them.
+
+    Likewise `residual.hyper_project_grad` (the reverse of an mHC
+    coefficient projection): first the ops of one site -- same stream, rms
+    scales that compute the same -- are merged into one on their `dz`, `p`
+    and `W` concatenated along the coefficients, when each earlier op's `dX`
+    only enters the autodiff engine's running sums (`nn.add`, which then skip
+    it) and its `dW` is used only after the last op (an `nn.split` of the
+    merged `dW`); then each op becomes a call of
+    `rewire_hyper_project_grad`, which reads the stream once for `dX` and
+    `dW` where the two products and the sum read it three times.
 
     ```mlir
     %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1 : ...

@@ -83,3 +83,65 @@ func.func @one_token(%g: tensor<4x8xf32>, %x: tensor<4x8xf32>, %u: tensor<8xf32>
       -> tensor<8xf32>, tensor<4xf32>, tensor<4x4xf32>
   return %du, %dpost, %dres : tensor<8xf32>, tensor<4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// An mHC site's three projection reverses (one stream, equal rms scales
+// computed apart) become one call on dz, p and W concatenated (4 + 4 + 16
+// columns); the first two dX only entered the running sum, which now skips
+// them; dW is split back.
+// CHECK-LABEL: func.func @site
+func.func @site(%x: tensor<2x3x4x8xf32>, %acc: tensor<2x3x4x8xf32>, %ms: tensor<2x3x1xf32>,
+                %dz1: tensor<2x3x4xf32>, %p1: tensor<2x3x4xf32>, %w1: tensor<32x4xf32>,
+                %dz2: tensor<2x3x4xf32>, %p2: tensor<2x3x4xf32>, %w2: tensor<32x4xf32>,
+                %dz3: tensor<2x3x16xf32>, %p3: tensor<2x3x16xf32>, %w3: tensor<32x16xf32>)
+    -> (tensor<2x3x4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32>, tensor<32x16xf32>) {
+  // CHECK-DAG: %[[DZ:.*]] = nn.concat %arg9, %arg6, %arg3 {axis = 2 : i64} : (tensor<2x3x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x24xf32>
+  // CHECK-DAG: nn.concat %arg10, %arg7, %arg4 {axis = 2 : i64}
+  // CHECK-DAG: nn.concat %arg11, %arg8, %arg5 {axis = 1 : i64} : (tensor<32x16xf32>, tensor<32x4xf32>, tensor<32x4xf32>) -> tensor<32x24xf32>
+  // CHECK-DAG: %[[DX:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x8xf32>
+  // CHECK-DAG: %[[DW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x24xf32>
+  // CHECK: call @rewire_hyper_project_grad({{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c24{{.*}}, %c2{{.*}})
+  // CHECK: %[[DXT:.*]] = bufferization.to_tensor %[[DX]] restrict writable
+  // CHECK: %[[DXE:.*]] = tensor.expand_shape %[[DXT]]
+  // CHECK: %[[DWT:.*]] = bufferization.to_tensor %[[DW]] restrict writable
+  // CHECK: %[[S:.*]]:3 = nn.split %[[DWT]] {axis = 1 : i64, sizes = array<i64: 16, 4, 4>}
+  // CHECK: %[[SUM:.*]] = nn.add %arg1, %[[DXE]]
+  // CHECK: return %[[SUM]], %[[S]]#2, %[[S]]#1, %[[S]]#0
+  // CHECK-NOT: residual.hyper_project_grad
+  %r1 = nn.sqrt %ms : tensor<2x3x1xf32>
+  %dx3, %dw3 = residual.hyper_project_grad %dz3, %p3, %r1, %x, %w3
+      : tensor<2x3x16xf32>, tensor<2x3x16xf32>, tensor<2x3x1xf32>, tensor<2x3x4x8xf32>, tensor<32x16xf32>
+      -> tensor<2x3x4x8xf32>, tensor<32x16xf32>
+  %s1 = nn.add %acc, %dx3 : (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %r2 = nn.sqrt %ms : tensor<2x3x1xf32>
+  %dx2, %dw2 = residual.hyper_project_grad %dz2, %p2, %r2, %x, %w2
+      : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x4x8xf32>, tensor<32x4xf32>
+      -> tensor<2x3x4x8xf32>, tensor<32x4xf32>
+  %s2 = nn.add %dx2, %s1 : (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %dx1, %dw1 = residual.hyper_project_grad %dz1, %p1, %r1, %x, %w1
+      : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x4x8xf32>, tensor<32x4xf32>
+      -> tensor<2x3x4x8xf32>, tensor<32x4xf32>
+  %s3 = nn.add %s2, %dx1 : (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  return %s3, %dw1, %dw2, %dw3 : tensor<2x3x4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32>, tensor<32x16xf32>
+}
+// CHECK: func.func private @rewire_hyper_project_grad(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+
+// -----
+
+// Reverses whose rms scales differ (other streams' or other epsilons') are
+// not merged: two calls. A dX used other than in a sum also keeps its own.
+// CHECK-LABEL: func.func @apart
+func.func @apart(%x: tensor<6x2x8xf32>, %r1: tensor<6x1xf32>, %r2: tensor<6x1xf32>,
+                 %dz: tensor<6x2xf32>, %p: tensor<6x2xf32>, %w: tensor<16x2xf32>)
+    -> (tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<16x2xf32>, tensor<16x2xf32>) {
+  // CHECK-COUNT-2: call @rewire_hyper_project_grad
+  // CHECK-NOT: nn.concat
+  %dx1, %dw1 = residual.hyper_project_grad %dz, %p, %r1, %x, %w
+      : tensor<6x2xf32>, tensor<6x2xf32>, tensor<6x1xf32>, tensor<6x2x8xf32>, tensor<16x2xf32>
+      -> tensor<6x2x8xf32>, tensor<16x2xf32>
+  %dx2, %dw2 = residual.hyper_project_grad %dz, %p, %r2, %x, %w
+      : tensor<6x2xf32>, tensor<6x2xf32>, tensor<6x1xf32>, tensor<6x2x8xf32>, tensor<16x2xf32>
+      -> tensor<6x2x8xf32>, tensor<16x2xf32>
+  return %dx1, %dx2, %dw1, %dw2 : tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<16x2xf32>, tensor<16x2xf32>
+}

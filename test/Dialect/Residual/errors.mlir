@@ -599,3 +599,35 @@ func.func @hyper_write_grad_axis(%g: tensor<2x4x8xf32>, %X: tensor<2x4x8xf32>, %
   %du, %dp, %dr = residual.hyper_write_grad %g, %X, %u, %p axis 1 stream 0 layer 0 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<4xf32> -> tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4x4xf32>
   return
 }
+
+// -----
+
+func.func @hyper_project_grad_w(%dz: tensor<2x4xf32>, %p: tensor<2x4xf32>, %r: tensor<2x1xf32>, %X: tensor<2x4x8xf32>, %W: tensor<16x4xf32>) {
+  // expected-error @+1 {{'W' must be [n * d, k] = [32, k], got 'tensor<16x4xf32>'}}
+  %dX, %dW = residual.hyper_project_grad %dz, %p, %r, %X, %W : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x4x8xf32>, tensor<16x4xf32> -> tensor<2x4x8xf32>, tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_project_grad_r(%dz: tensor<2x4xf32>, %p: tensor<2x4xf32>, %r: tensor<2xf32>, %X: tensor<2x4x8xf32>, %W: tensor<32x4xf32>) {
+  // expected-error @+1 {{'r' must be 'tensor<2x1xf32>', got 'tensor<2xf32>'}}
+  %dX, %dW = residual.hyper_project_grad %dz, %p, %r, %X, %W : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2x4x8xf32>, tensor<32x4xf32> -> tensor<2x4x8xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_project_grad_dynamic(%dz: tensor<?x4xf32>, %p: tensor<?x4xf32>, %r: tensor<?x1xf32>, %X: tensor<?x4x8xf32>, %W: tensor<32x4xf32>) {
+  // expected-error @+1 {{'X' must be a static hyper stream [..., n, d], got 'tensor<?x4x8xf32>'}}
+  %dX, %dW = residual.hyper_project_grad %dz, %p, %r, %X, %W : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x1xf32>, tensor<?x4x8xf32>, tensor<32x4xf32> -> tensor<?x4x8xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_project_grad_result(%dz: tensor<2x4xf32>, %p: tensor<2x4xf32>, %r: tensor<2x1xf32>, %X: tensor<2x4x8xf32>, %W: tensor<32x4xf32>) {
+  // expected-error @+1 {{results must have the types of 'X' and 'W'}}
+  %dX, %dW = residual.hyper_project_grad %dz, %p, %r, %X, %W : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x4x8xf32>, tensor<32x4xf32> -> tensor<2x32xf32>, tensor<32x4xf32>
+  return
+}
