@@ -101,18 +101,25 @@ Value fromTokens(OpBuilder &b, Location loc, Value t, RankedTensorType type, int
   return tensor::ExpandShapeOp::create(b, loc, type, t, tokenGroups(type.getRank() - rest, rest));
 }
 
+/// Appends a kernel argument's description to `args`: the buffer's aligned
+/// pointer, offset and strides (all of them, or the first `strides`).
+void passBuffer(OpBuilder &b, Location loc, Value buffer, SmallVectorImpl<Value> &args,
+                int64_t strides = -1) {
+  BufferView view = describeBuffer(b, loc, buffer);
+  args.push_back(view.ptr);
+  args.push_back(view.offset);
+  for (auto [i, stride] : llvm::enumerate(view.strides))
+    if (strides < 0 || static_cast<int64_t>(i) < strides)
+      args.push_back(stride);
+}
+
 void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto xt = cast<RankedTensorType>(op.getX().getType());
   int64_t n = xt.getDimSize(xt.getRank() - 2), d = xt.getDimSize(xt.getRank() - 1);
   SmallVector<Value> args;
-  auto pass = [&](Value buffer) {
-    BufferView view = describeBuffer(b, loc, buffer);
-    args.push_back(view.ptr);
-    args.push_back(view.offset);
-    llvm::append_range(args, view.strides);
-  };
+  auto pass = [&](Value buffer) { passBuffer(b, loc, buffer, args); };
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getG(), 2)));
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getX(), 2)));
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getU(), 1)));
@@ -147,18 +154,6 @@ void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads
     result.replaceAllUsesWith(fromTokens(b, loc, t, type, rest));
   }
   op.erase();
-}
-
-/// The operands of `op` as [tokens, ...] buffers, each described by its
-/// pointer, offset and strides (all of them, or `strides` of them).
-void passBuffer(OpBuilder &b, Location loc, Value buffer, SmallVectorImpl<Value> &args,
-                int64_t strides = -1) {
-  BufferView view = describeBuffer(b, loc, buffer);
-  args.push_back(view.ptr);
-  args.push_back(view.offset);
-  for (auto [i, stride] : llvm::enumerate(view.strides))
-    if (strides < 0 || static_cast<int64_t>(i) < strides)
-      args.push_back(stride);
 }
 
 /// Whether `a` and `c` compute the same: the same value, or results of
