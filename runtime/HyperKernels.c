@@ -232,11 +232,18 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
                                int64_t dx, int64_t dxOff, int64_t dw, int64_t dwOff,
                                int64_t tokens, int64_t n, int64_t d, int64_t k,
                                int64_t threads) {
-  if (tokens <= 0 || n <= 0 || d <= 0 || k <= 0)
+  if (n <= 0 || d <= 0 || k <= 0)
     return;
   if (n > INT64_MAX / d)
     rewire_kernel_failed("hyper_project_grad: the stream's n * d features overflow");
   int64_t K = n * d;
+  if (tokens <= 0) { /* no tokens: dW is an empty sum */
+    float *DW0 = (float *)(intptr_t)dw + dwOff;
+    for (int64_t c = 0; c < K; ++c)
+      for (int64_t j = 0; j < k; ++j)
+        DW0[c * k + j] = 0.0f;
+    return;
+  }
   const float *DZ = (const float *)(intptr_t)dz + dzOff, *P = (const float *)(intptr_t)p + pOff,
               *R = (const float *)(intptr_t)r + rOff, *X = (const float *)(intptr_t)x + xOff,
               *W = (const float *)(intptr_t)w + wOff;

@@ -123,3 +123,17 @@ TEST(HyperProjectGrad, OneToken) { check({1, 1, 16, 1, 0, 0, false}); }
 TEST(HyperProjectGrad, ManyCoefficients) { check({17, 8, 96, 80, 0, 0, false}); }
 
 } // namespace
+
+namespace {
+
+// No tokens: dW is an empty sum (zeros), dX has no elements.
+TEST(HyperProjectGrad, NoTokens) {
+  std::vector<float> w(8 * 3, 1.0f), dw(8 * 3, NAN), none(1, 0.0f);
+  auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
+  rewire_hyper_project_grad(ptr(none), 0, 3, 1, ptr(none), 0, 3, 1, ptr(none), 0, 1, ptr(none), 0,
+                            8, 4, 1, ptr(w), 0, 3, 1, ptr(none), 0, ptr(dw), 0, 0, 2, 4, 3, 2);
+  for (float v : dw)
+    EXPECT_EQ(v, 0.0f);
+}
+
+} // namespace
