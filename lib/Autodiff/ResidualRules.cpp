@@ -94,7 +94,9 @@ struct RouteSelectRule
 ///   dW = x^T (r dz),   dx = r (dz W^T) - (r^3 / D) (sum_k dz P) x
 ///
 /// so the backward reads the stream three times (r and P again, dW, dx)
-/// where differentiating the normalization op by op took about ten passes.
+/// where differentiating the normalization op by op took about ten passes;
+/// with static mHC shapes the last two are one residual.hyper_project_grad,
+/// which the CPU runs, merged per site, in one pass (rewire-hyper-to-kernel).
 struct HyperCoeffsRule
     : ReverseModeOpInterface::ExternalModel<HyperCoeffsRule, residual::HyperCoeffsOp> {
   LogicalResult buildAdjoints(Operation *raw, ImplicitLocOpBuilder &b, ArrayRef<Value> g,
