@@ -29,6 +29,15 @@ Value unsqueezeLast(ImplicitLocOpBuilder &b, Value x) {
   return nn::UnsqueezeOp::create(b, x, b.getDenseI64ArrayAttr({rankOf(x)}));
 }
 
+/// `x` with its last two dimensions swapped.
+Value transposeLastTwo(ImplicitLocOpBuilder &b, Value x) {
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rankOf(x); ++i)
+    perm.push_back(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
+}
+
 Value sumOver(ImplicitLocOpBuilder &b, Value x, int64_t axis, bool keep) {
   return nn::ReduceSumOp::create(b, x, b.getDenseI64ArrayAttr({axis}), b.getBoolAttr(keep));
 }
@@ -124,12 +133,7 @@ SmallVector<Value, 3> residual::hyperWriteGradSums(ImplicitLocOpBuilder &b, Valu
   Value du = HyperReadOp::create(b, duType, g, post, axis, stream, layer);
   Value uRow = nn::UnsqueezeOp::create(b, u, b.getDenseI64ArrayAttr({rank - 2}));
   Value dpost = sumOver(b, nn::MulOp::create(b, g, uRow), rank - 1, false);
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < rank; ++i)
-    perm.push_back(i);
-  std::swap(perm[rank - 1], perm[rank - 2]);
-  Value xT = nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
-  Value dres = nn::MatMulOp::create(b, g, xT);
+  Value dres = nn::MatMulOp::create(b, g, transposeLastTwo(b, x));
   return {du, dpost, dres};
 }
 
@@ -138,15 +142,6 @@ SmallVector<Value, 3> residual::decomposeHyperWriteGrad(ImplicitLocOpBuilder &b,
   return hyperWriteGradSums(b, op.getG(), op.getX(), op.getU(), op.getPost(),
                             op.getDu().getType(), op.getAxisAttr(), op.getStreamAttr(),
                             op.getLayerAttr());
-}
-
-/// `x` with its last two dimensions swapped.
-static Value transposeLastTwo(ImplicitLocOpBuilder &b, Value x) {
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < rankOf(x); ++i)
-    perm.push_back(i);
-  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  return nn::TransposeOp::create(b, x, b.getDenseI64ArrayAttr(perm));
 }
 
 std::pair<Value, Value> residual::hyperProjectGradSums(ImplicitLocOpBuilder &b, Value dz, Value p,
