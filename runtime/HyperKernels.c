@@ -19,6 +19,7 @@
  */
 #include "HyperKernels.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -307,4 +308,207 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
     }
   }
   _mlir_memref_to_llvm_free(scratch);
+}
+
+/*===----------------------------------------------------------------------===*
+ * rewire_hyper_write_project: an mHC stream write and the coefficient
+ * projection that reads the written stream (residual.hyper_write, then the
+ * hyper_coeffs of the next site, whose rows are each token's n streams
+ * flattened, K = n d features), in one pass over the stream:
+ *
+ *   X'[t, i, :] = sum_j res[t, i, j] X[t, j, :] + post[t, i] u[t, :]
+ *   p[t, :]     = X'[t] . W                   (W [K, k]: the site's maps'
+ *                                              projections side by side)
+ *   r[t]        = 1 / sqrt(mean(X'[t]^2) + eps)
+ *
+ * As separate ops the write reads the stream and writes X', then the
+ * product and the mean of squares each read X' back (the product at ~70%
+ * of the FMA peak while the write waits on memory). Here each token's
+ * rows are written, squared and summed while they are in L1, and groups of
+ * kGroup tokens are projected from L2 against a transposed copy of W (rows
+ * padded so that they do not alias in L1), kCols of its columns at a time
+ * in registers (kGroup x kCols accumulators), while the next group's
+ * stream rows are prefetched. Tokens are shared by the threads; every sum
+ * is taken by one thread in a fixed order: the bits do not depend on the
+ * team. CPUs without AVX-512 write the rows the same way and take the
+ * product from rewire_sgemm (their best narrow GEMM).
+ *===----------------------------------------------------------------------===*/
+
+void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64_t a,
+                  int64_t aoff, int64_t lda, int64_t b, int64_t boff, int64_t ldb, int64_t c,
+                  int64_t coff, int64_t ldc, float beta);
+
+enum { kGroup = 4, kCols = 6 };
+
+/* out[i, :] = sum_j res[i * rsI + j * rsJ] x_j + post[i * psN] u over one
+ * token (x_j = x + j * xsN, elements xsD apart; u's usD apart; out dense
+ * [n][d]); returns the sum of the squares of out, row by row in order. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static float
+writeToken(const float *restrict x, int64_t xsN, int64_t xsD, const float *restrict u,
+           int64_t usD, const float *restrict post, int64_t psN, const float *restrict res,
+           int64_t rsI, int64_t rsJ, float *restrict out, int64_t n, int64_t d) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float *o = out + i * d;
+    const float *ri = res + i * rsI;
+    float pi = post[i * psN];
+    if (xsD == 1 && usD == 1) {
+      weightedRows(o, x, xsN, ri, rsJ, n, d);
+#pragma omp simd reduction(+ : ss)
+      for (int64_t c = 0; c < d; ++c) {
+        o[c] += pi * u[c];
+        ss += o[c] * o[c];
+      }
+      continue;
+    }
+    for (int64_t c = 0; c < d; ++c) {
+      float v = 0.0f;
+      for (int64_t j = 0; j < n; ++j)
+        v += ri[j * rsJ] * x[j * xsN + c * xsD];
+      v += pi * u[c * usD];
+      o[c] = v;
+      ss += v * v;
+    }
+  }
+  return ss;
+}
+
+/* p[g * k + j] = row_g . W[:, j] for the rows of one group (`rows` of
+ * them; the others repeat the last and are dropped), W^T in wt (k rows,
+ * ldw apart); prefetches `lines` cache lines from `next` on the way. */
+__attribute__((target_clones("arch=x86-64-v4", "default"))) static void
+projectGroup(const float *const row[kGroup], int64_t rows, const float *restrict wt, int64_t ldw,
+             int64_t K, int64_t k, float *restrict p, const char *next, int64_t lines) {
+  int64_t K16 = K & ~(int64_t)15, line = 0;
+  for (int64_t j0 = 0; j0 < k; j0 += kCols) {
+    int64_t cols = k - j0 < kCols ? k - j0 : kCols;
+    const float *w[kCols];
+    for (int j = 0; j < kCols; ++j)
+      w[j] = wt + (j0 + (j < cols ? j : 0)) * ldw;
+    vfloat16 acc[kGroup][kCols];
+    for (int g = 0; g < kGroup; ++g)
+      for (int j = 0; j < kCols; ++j)
+        acc[g][j] = (vfloat16){0.0f};
+    for (int64_t q = 0; q < K16; q += 16) {
+      vfloat16 xv[kGroup];
+      for (int g = 0; g < kGroup; ++g)
+        xv[g] = *(const vfloat16 *)(row[g] + q);
+      if (line < lines)
+        __builtin_prefetch(next + 64 * line++, 0, 3);
+      for (int j = 0; j < kCols; ++j) {
+        vfloat16 wv = *(const vfloat16 *)(w[j] + q);
+        for (int g = 0; g < kGroup; ++g)
+          acc[g][j] += xv[g] * wv;
+      }
+    }
+    for (int64_t g = 0; g < rows; ++g)
+      for (int64_t j = 0; j < cols; ++j) {
+        float s = 0.0f;
+        for (int l = 0; l < 16; ++l)
+          s += acc[g][j][l];
+        for (int64_t q = K16; q < K; ++q)
+          s += row[g][q] * w[j][q];
+        p[g * k + j0 + j] = s;
+      }
+  }
+}
+
+void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t xsN,
+                                   int64_t xsD, int64_t u, int64_t uOff, int64_t usT,
+                                   int64_t usD, int64_t post, int64_t poOff, int64_t posT,
+                                   int64_t posN, int64_t res, int64_t reOff, int64_t resT,
+                                   int64_t resI, int64_t resJ, int64_t w, int64_t wOff,
+                                   int64_t wsK, int64_t wsJ, int64_t out, int64_t outOff,
+                                   int64_t p, int64_t pOff, int64_t r, int64_t rOff,
+                                   int64_t tokens, int64_t n, int64_t d, int64_t k, float eps,
+                                   int64_t threads, int avx512) {
+  if (tokens <= 0 || n <= 0 || d <= 0)
+    return;
+  if (n > INT64_MAX / d || k < 0 || (k > 0 && n * d > INT64_MAX / k) ||
+      tokens > INT64_MAX / (n * d))
+    rewire_kernel_failed("hyper_write_project: the stream's sizes overflow");
+  int64_t K = n * d;
+  const float *X = (const float *)(intptr_t)x + xOff, *U = (const float *)(intptr_t)u + uOff,
+              *PO = (const float *)(intptr_t)post + poOff,
+              *RE = (const float *)(intptr_t)res + reOff, *W = (const float *)(intptr_t)w + wOff;
+  float *OUT = (float *)(intptr_t)out + outOff, *P = (float *)(intptr_t)p + pOff,
+        *R = (float *)(intptr_t)r + rOff;
+  int team = threads > 0 ? (int)threads : omp_get_max_threads();
+  if (team < 1)
+    team = 1;
+  int64_t groups = (tokens + kGroup - 1) / kGroup;
+  if (groups < team)
+    team = (int)groups;
+  if (k == 0 || !avx512) {
+#pragma omp parallel for schedule(static) num_threads(team)
+    for (int64_t t = 0; t < tokens; ++t) {
+      float ss = writeToken(X + t * xsT, xsN, xsD, U + t * usT, usD, PO + t * posT, posN,
+                            RE + t * resT, resI, resJ, OUT + t * K, n, d);
+      R[t] = 1.0f / sqrtf(ss / (float)K + eps);
+    }
+    if (k > 0 && (wsJ == 1 || wsK == 1))
+      rewire_sgemm(0, wsJ != 1, tokens, k, K, (int64_t)(intptr_t)OUT, 0, K,
+                   (int64_t)(intptr_t)W, 0, wsJ == 1 ? wsK : wsJ, (int64_t)(intptr_t)P, 0, k,
+                   0.0f);
+    else
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t j = 0; j < k; ++j) {
+          float s = 0.0f;
+          for (int64_t q = 0; q < K; ++q)
+            s += OUT[t * K + q] * W[q * wsK + j * wsJ];
+          P[t * k + j] = s;
+        }
+    return;
+  }
+  /* W^T, its rows padded to whole vectors plus one line (rows a multiple
+   * of 4 KiB apart would share L1 sets). */
+  int64_t ldw = ((K + 15) & ~(int64_t)15) + 16;
+  if ((size_t)ldw > (SIZE_MAX / sizeof(float)) / (size_t)k)
+    rewire_kernel_failed("hyper_write_project: the scratch size overflows");
+  float *wt = (float *)_mlir_memref_to_llvm_alloc(sizeof(float) * (size_t)ldw * (size_t)k);
+  int contiguous = xsD == 1 && xsN == d && xsT == K;
+#pragma omp parallel num_threads(team)
+  {
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < K; ++q)
+      for (int64_t j = 0; j < k; ++j)
+        wt[j * ldw + q] = W[q * wsK + j * wsJ];
+#pragma omp for schedule(static)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      int64_t t0 = gi * kGroup, rows = tokens - t0 < kGroup ? tokens - t0 : kGroup;
+      const float *row[kGroup];
+      for (int64_t g = 0; g < kGroup; ++g) {
+        int64_t t = t0 + (g < rows ? g : rows - 1);
+        row[g] = OUT + t * K;
+        if (g < rows) {
+          float ss = writeToken(X + t * xsT, xsN, xsD, U + t * usT, usD, PO + t * posT, posN,
+                                RE + t * resT, resI, resJ, OUT + t * K, n, d);
+          R[t] = 1.0f / sqrtf(ss / (float)K + eps);
+        }
+      }
+      /* The next group's stream rows, one line per step of the product. */
+      int64_t next = t0 + kGroup, lines = 0;
+      if (contiguous && next < tokens)
+        lines = ((tokens - next < kGroup ? tokens - next : kGroup) * K * (int64_t)sizeof(float)) /
+                64;
+      projectGroup(row, rows, wt, ldw, K, k, P + t0 * k,
+                   contiguous ? (const char *)(X + next * xsT) : NULL, lines);
+    }
+  }
+  _mlir_memref_to_llvm_free(wt);
+}
+
+void rewire_hyper_write_project(int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
+                                int64_t u, int64_t uOff, int64_t usT, int64_t usD,
+                                int64_t post, int64_t poOff, int64_t posT, int64_t posN,
+                                int64_t res, int64_t reOff, int64_t resT, int64_t resI,
+                                int64_t resJ, int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
+                                int64_t out, int64_t outOff, int64_t p, int64_t pOff,
+                                int64_t r, int64_t rOff, int64_t tokens, int64_t n, int64_t d,
+                                int64_t k, float eps, int64_t threads) {
+  __builtin_cpu_init();
+  rewire_hyper_write_project_on(x, xOff, xsT, xsN, xsD, u, uOff, usT, usD, post, poOff, posT,
+                                posN, res, reOff, resT, resI, resJ, w, wOff, wsK, wsJ, out,
+                                outOff, p, pOff, r, rOff, tokens, n, d, k, eps, threads,
+                                __builtin_cpu_supports("avx512f"));
 }

@@ -41,6 +41,34 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
                                int64_t tokens, int64_t n, int64_t d, int64_t k,
                                int64_t threads);
 
+/* An mHC stream write and the coefficient projection of the written stream
+ * in one pass (HyperKernels.c): out[t, i, :] = sum_j res[t, i, j] x[t, j, :]
+ * + post[t, i] u[t, :], p[t, :] = out[t] . W (out[t] flattened, K = n d),
+ * r[t] = 1 / sqrt(mean(out[t]^2) + eps). x [tokens, n, d]; u [tokens, d];
+ * post [tokens, n] and res [tokens, n, n] (token strides 0 when static);
+ * w [K, k]; out [tokens, n, d], p [tokens, k] and r [tokens] dense
+ * (offsets only). Pointers are aligned bases, offsets and strides in
+ * elements. The call of rewire-hyper-to-kernel. */
+void rewire_hyper_write_project(int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
+                                int64_t u, int64_t uOff, int64_t usT, int64_t usD,
+                                int64_t post, int64_t poOff, int64_t posT, int64_t posN,
+                                int64_t res, int64_t reOff, int64_t resT, int64_t resI,
+                                int64_t resJ, int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
+                                int64_t out, int64_t outOff, int64_t p, int64_t pOff,
+                                int64_t r, int64_t rOff, int64_t tokens, int64_t n, int64_t d,
+                                int64_t k, float eps, int64_t threads);
+
+/* The same on a chosen path (the tests run both on any CPU): avx512 1, the
+ * AVX-512 projection (only where the CPU has it); 0, the rows, then
+ * rewire_sgemm's product. */
+__attribute__((visibility("hidden"))) void rewire_hyper_write_project_on(
+    int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
+    int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
+    int64_t res, int64_t reOff, int64_t resT, int64_t resI, int64_t resJ, int64_t w, int64_t wOff,
+    int64_t wsK, int64_t wsJ, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads,
+    int avx512);
+
 #ifdef __cplusplus
 }
 #endif

@@ -145,3 +145,35 @@ func.func @apart(%x: tensor<6x2x8xf32>, %r1: tensor<6x1xf32>, %r2: tensor<6x1xf3
       -> tensor<6x2x8xf32>, tensor<16x2xf32>
   return %dx1, %dx2, %dw1, %dw2 : tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<16x2xf32>, tensor<16x2xf32>
 }
+
+// -----
+
+// An mHC write and the coefficient sets of the stream it writes (4 + 4 +
+// 16 columns, in their order; a set with another eps stays an op): one
+// call returns the stream, p and the rms scale r; each set is its map of
+// (its columns of p) r.
+// CHECK-LABEL: func.func @write_project
+func.func @write_project(%x: tensor<2x3x4x8xf32>, %u: tensor<2x3x8xf32>, %post: tensor<2x3x4xf32>,
+                         %res: tensor<2x3x4x4xf32>, %a: tensor<f32>, %w1: tensor<32x4xf32>,
+                         %b1: tensor<4xf32>, %w2: tensor<32x4xf32>, %w3: tensor<32x16xf32>,
+                         %b3: tensor<4x4xf32>)
+    -> (tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4xf32>) {
+  // CHECK-DAG: %[[W:.*]] = nn.concat %arg5, %arg7, %arg8 {axis = 1 : i64} : (tensor<32x4xf32>, tensor<32x4xf32>, tensor<32x16xf32>) -> tensor<32x24xf32>
+  // CHECK-DAG: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x8xf32>
+  // CHECK-DAG: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x24xf32>
+  // CHECK-DAG: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x1xf32>
+  // CHECK-DAG: %[[EPS:.*]] = arith.constant 9.99999997E-7 : f32
+  // CHECK: call @rewire_hyper_write_project({{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c24{{.*}}, %[[EPS]], %c2{{.*}})
+  // CHECK: %[[PS:.*]]:3 = nn.split %{{.*}} {axis = 2 : i64, sizes = array<i64: 4, 4, 16>}
+  // CHECK: nn.sigmoid
+  // CHECK: nn.sinkhorn
+  // CHECK: residual.hyper_coeffs sigmoid {{.*}} eps 1.000000e-05
+  // CHECK: func.func private @rewire_hyper_write_project(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index)
+  // CHECK-NOT: residual.hyper_write
+  %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : tensor<2x3x4x8xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
+  %c1 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
+  %c2 = residual.hyper_coeffs double_sigmoid %y, %a, %w2, %b1 stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
+  %c3 = residual.hyper_coeffs sinkhorn %y, %a, %w3, %b3 iters 20 stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x16xf32>, tensor<4x4xf32> -> tensor<2x3x4x4xf32>
+  %c4 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 {eps = 1.0e-5 : f64} : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
+  return %y, %c1, %c2, %c3, %c4 : tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4xf32>
+}

@@ -22,9 +22,12 @@
 #include "passes/Conversion/Passes.h"
 
 #include "dialects/nn/NNOps.h"
+#include "dialects/residual/ResidualDecompose.h"
 #include "dialects/residual/ResidualOps.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -40,6 +43,7 @@ namespace {
 
 constexpr const char *kWriteGrad = "rewire_hyper_write_grad";
 constexpr const char *kProjectGrad = "rewire_hyper_project_grad";
+constexpr const char *kWriteProject = "rewire_hyper_write_project";
 
 struct HyperToKernelPass : rewire::impl::HyperToKernelBase<HyperToKernelPass> {
   using HyperToKernelBase::HyperToKernelBase;
@@ -113,6 +117,22 @@ void passBuffer(OpBuilder &b, Location loc, Value buffer, SmallVectorImpl<Value>
       args.push_back(stride);
 }
 
+/// Appends a per-token operand of `rest` trailing dims of a stream with
+/// `lead` token dims: as [tokens, rest...], or, static (no token dims of
+/// its own), with token stride 0.
+void passPerToken(OpBuilder &b, Location loc, Value t, int64_t rest, int64_t lead,
+                  SmallVectorImpl<Value> &args) {
+  if (cast<RankedTensorType>(t.getType()).getRank() == rest && lead > 0) {
+    BufferView view = describeBuffer(b, loc, readOnlyBuffer(b, loc, t));
+    args.push_back(view.ptr);
+    args.push_back(view.offset);
+    args.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    llvm::append_range(args, view.strides);
+    return;
+  }
+  passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, t, rest)), args);
+}
+
 void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -123,17 +143,8 @@ void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getG(), 2)));
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getX(), 2)));
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getU(), 1)));
-  auto pt = cast<RankedTensorType>(op.getPost().getType());
-  if (pt.getRank() == 1 && xt.getRank() > 2) {
-    // Static coefficients: the same n weights for every token.
-    BufferView view = describeBuffer(b, loc, readOnlyBuffer(b, loc, op.getPost()));
-    args.push_back(view.ptr);
-    args.push_back(view.offset);
-    args.push_back(arith::ConstantIndexOp::create(b, loc, 0));
-    args.push_back(view.strides[0]);
-  } else {
-    pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getPost(), 1)));
-  }
+  // Static coefficients: the same n weights for every token.
+  passPerToken(b, loc, op.getPost(), 1, xt.getRank() - 2, args);
   SmallVector<Value> buffers;
   for (auto [result, rest] : llvm::zip(op->getResults(), ArrayRef<int64_t>{1, 1, 2})) {
     auto type = cast<RankedTensorType>(result.getType());
@@ -217,12 +228,28 @@ void mergeSites(func::FuncOp fn) {
     }
     if (!mergeable)
       continue;
+    // The pieces in the order of the forward's coefficient sets (the hyper
+    // coefficient ops of the same stream and weight), which is the order of
+    // the write's fused projection (fuseWriteProjection): both then take the
+    // one concatenated W, and its projection is this op's p as it is.
+    SmallVector<residual::HyperProjectGradOp> order(ops);
+    auto forward = [](residual::HyperProjectGradOp op) -> Operation * {
+      for (Operation *user : op.getX().getUsers())
+        if (auto c = dyn_cast<residual::HyperCoeffsOp>(user); c && c.getWeight() == op.getW())
+          return c;
+      return nullptr;
+    };
+    if (llvm::all_of(order, [&](auto op) {
+          Operation *c = forward(op);
+          return c && c->getBlock() == block;
+        }))
+      llvm::sort(order, [&](auto a, auto c) { return forward(a)->isBeforeInBlock(forward(c)); });
     OpBuilder b(last);
     Location loc = last.getLoc();
     auto catLast = [&](auto get) {
       SmallVector<Value> parts;
       int64_t width = 0;
-      for (residual::HyperProjectGradOp op : ops) {
+      for (residual::HyperProjectGradOp op : order) {
         parts.push_back(get(op));
         width += cast<RankedTensorType>(parts.back().getType()).getShape().back();
       }
@@ -241,14 +268,15 @@ void mergeSites(func::FuncOp fn) {
                                                        last.getX(), w);
     SmallVector<Type> parts;
     SmallVector<int64_t> widths;
-    for (residual::HyperProjectGradOp op : ops) {
+    for (residual::HyperProjectGradOp op : order) {
       parts.push_back(op.getDW().getType());
       widths.push_back(cast<RankedTensorType>(op.getW().getType()).getDimSize(1));
     }
     auto split = nn::SplitOp::create(b, loc, parts, merged.getDW(), b.getI64IntegerAttr(1),
                                      b.getDenseI64ArrayAttr(widths));
-    for (auto [i, op] : llvm::enumerate(ops)) {
+    for (auto [i, op] : llvm::enumerate(order))
       op.getDW().replaceAllUsesWith(split.getResult(i));
+    for (residual::HyperProjectGradOp op : ops) {
       if (op == last) {
         op.getDX().replaceAllUsesWith(merged.getDX());
       } else {
@@ -295,9 +323,224 @@ void rewrite(residual::HyperProjectGradOp op, func::FuncOp callee, int64_t threa
   op.erase();
 }
 
+/// The coefficient sets read from `write`'s stream that its kernel can
+/// project while it writes: mHC maps (their rows are each token's streams
+/// flattened), static f32 operands, a [n d, k] weight available before the
+/// write; in block order, those with the first one's eps.
+SmallVector<residual::HyperCoeffsOp> fusableCoeffs(residual::HyperWriteOp write,
+                                                   DominanceInfo &dom) {
+  SmallVector<residual::HyperCoeffsOp> candidates, coeffs;
+  auto xt = cast<RankedTensorType>(write.getType());
+  int64_t features = xt.getDimSize(xt.getRank() - 2) * xt.getDimSize(xt.getRank() - 1);
+  for (Operation *user : write->getUsers()) {
+    auto c = dyn_cast<residual::HyperCoeffsOp>(user);
+    if (!c || c.getMap() == residual::HyperMap::tanh || c.getX() != write.getResult() ||
+        c->getBlock() != write->getBlock() || !supported(c) || llvm::is_contained(candidates, c))
+      continue;
+    auto wt = cast<RankedTensorType>(c.getWeight().getType());
+    if (wt.getRank() == 2 && wt.getDimSize(0) == features &&
+        dom.properlyDominates(c.getWeight(), write))
+      candidates.push_back(c);
+  }
+  llvm::sort(candidates, [](auto a, auto c) { return a->isBeforeInBlock(c); });
+  for (residual::HyperCoeffsOp c : candidates)
+    if (coeffs.empty() || c.getEps() == coeffs.front().getEps())
+      coeffs.push_back(c);
+  return coeffs;
+}
+
+/// `write` and the projections of `coeffs` as one call of
+/// rewire_hyper_write_project: the stream, p = rows . [W...] and the rows'
+/// rms scale r come from the kernel; each coefficient set becomes its map
+/// of (its columns of p) r (the decomposition's arithmetic after the
+/// product). What the reverse rules compute again from the stream -- the
+/// projections and the rms scale that the maps' reverse and the projection
+/// reverses (hyper_project_grad) start from -- become the kernel's values,
+/// and a reverse that takes the sets in the kernel's order takes its W.
+LogicalResult fuseWriteProjection(residual::HyperWriteOp write,
+                                  ArrayRef<residual::HyperCoeffsOp> coeffs, func::FuncOp callee,
+                                  int64_t threads) {
+  OpBuilder b(write);
+  Location loc = write.getLoc();
+  auto xt = cast<RankedTensorType>(write.getX().getType());
+  Type elt = xt.getElementType();
+  int64_t lead = xt.getRank() - 2, n = xt.getDimSize(lead), d = xt.getDimSize(lead + 1);
+  residual::HyperCoeffsOp first = coeffs.front();
+  SmallVector<Value> weights;
+  SmallVector<int64_t> widths;
+  int64_t k = 0;
+  for (residual::HyperCoeffsOp c : coeffs) {
+    weights.push_back(c.getWeight());
+    widths.push_back(cast<RankedTensorType>(c.getWeight().getType()).getDimSize(1));
+    k += widths.back();
+  }
+  Value w = weights.size() == 1
+                ? weights.front()
+                : nn::ConcatOp::create(b, loc, RankedTensorType::get({n * d, k}, elt), weights,
+                                       b.getI64IntegerAttr(1))
+                      .getResult();
+  SmallVector<Value> args;
+  passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, write.getX(), 2)), args);
+  passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, write.getU(), 1)), args);
+  passPerToken(b, loc, write.getPost(), 1, lead, args);
+  passPerToken(b, loc, write.getRes(), 2, lead, args);
+  passBuffer(b, loc, readOnlyBuffer(b, loc, w), args);
+  int64_t tokens = tokenShape(xt, 2)[0];
+  SmallVector<Value> buffers;
+  SmallVector<SmallVector<int64_t>> shapes{tokenShape(xt, 2), {tokens, k}, {tokens, 1}};
+  for (ArrayRef<int64_t> shape : shapes) {
+    buffers.push_back(memref::AllocOp::create(b, loc, MemRefType::get(shape, elt),
+                                              b.getI64IntegerAttr(64)));
+    passBuffer(b, loc, buffers.back(), args, 0);
+  }
+  for (int64_t v : {tokens, n, d, k})
+    args.push_back(arith::ConstantIndexOp::create(b, loc, v));
+  args.push_back(floatConstant(b, loc, elt, first.getEps().convertToDouble()));
+  args.push_back(arith::ConstantIndexOp::create(b, loc, threads));
+  func::CallOp::create(b, loc, callee, args);
+  auto wrap = [&](Value buffer, RankedTensorType type, int64_t rest) {
+    auto flat = RankedTensorType::get(cast<MemRefType>(buffer.getType()).getShape(), elt);
+    Value t = bufferization::ToTensorOp::create(b, loc, flat, buffer, /*restrict=*/true,
+                                                /*writable=*/true);
+    return fromTokens(b, loc, t, type, rest);
+  };
+  SmallVector<int64_t> perToken(xt.getShape().drop_back(2));
+  perToken.push_back(k);
+  Value p = wrap(buffers[1], RankedTensorType::get(perToken, elt), 1);
+  perToken.back() = 1;
+  Value r = wrap(buffers[2], RankedTensorType::get(perToken, elt), 1);
+  SmallVector<Value> columns{p};
+  if (coeffs.size() > 1) {
+    SmallVector<Type> parts;
+    for (int64_t width : widths) {
+      perToken.back() = width;
+      parts.push_back(RankedTensorType::get(perToken, elt));
+    }
+    auto split = nn::SplitOp::create(b, loc, parts, p, b.getI64IntegerAttr(lead),
+                                     b.getDenseI64ArrayAttr(widths));
+    columns.assign(split.getResults().begin(), split.getResults().end());
+  }
+  // The projection reverses of the stream: p and r from the kernel, and
+  // its W where they take the same sets in the same order.
+  for (Operation *user : llvm::make_early_inc_range(write->getUsers())) {
+    auto grad = dyn_cast<residual::HyperProjectGradOp>(user);
+    if (!grad || grad.getX() != write.getResult())
+      continue;
+    SmallVector<Value> pieces{grad.getW()};
+    if (auto cat = grad.getW().getDefiningOp<nn::ConcatOp>())
+      pieces.assign(cat->getOperands().begin(), cat->getOperands().end());
+    SmallVector<Value> slices;
+    SmallVector<int64_t> indices;
+    for (Value piece : pieces) {
+      auto *it = llvm::find(weights, piece);
+      if (it == weights.end())
+        break;
+      indices.push_back(it - weights.begin());
+      slices.push_back(columns[indices.back()]);
+    }
+    if (slices.size() != pieces.size())
+      continue; // a weight the kernel does not project: it keeps its own p
+    OpBuilder gb(grad);
+    if (indices == llvm::to_vector(llvm::seq<int64_t>(0, weights.size()))) {
+      grad.getPMutable().assign(p);
+      grad.getWMutable().assign(w);
+    } else if (slices.size() == 1) {
+      grad.getPMutable().assign(slices.front());
+    } else {
+      grad.getPMutable().assign(nn::ConcatOp::create(gb, grad.getLoc(), grad.getP().getType(),
+                                                     slices, gb.getI64IntegerAttr(lead)));
+    }
+    grad.getRMutable().assign(r);
+  }
+  Value stream = wrap(buffers[0], xt, 2);
+  auto fn = write->getParentOfType<func::FuncOp>();
+  write.getResult().replaceAllUsesWith(stream);
+  // The reverses' own projections and rms scales (the decomposition's
+  // arithmetic on the stream): found by equivalence with the same
+  // computation built here, which is then left dead.
+  ImplicitLocOpBuilder rb(loc, b);
+  Value rows = residual::hyperCoeffsRows(rb, first, stream);
+  Value scale = residual::rmsScale(rb, rows, first.getEps().convertToDouble());
+  fn.walk([&](Operation *op) {
+    if (auto mm = dyn_cast<nn::MatMulOp>(op)) {
+      auto *it = llvm::find(weights, mm.getRhs());
+      if (it != weights.end() && mm.getType() == columns[it - weights.begin()].getType() &&
+          sameValue(mm.getLhs(), rows))
+        mm.getResult().replaceAllUsesWith(columns[it - weights.begin()]);
+    } else if (auto div = dyn_cast<nn::DivOp>(op)) {
+      if (div.getResult() != scale && div.getType() == r.getType() &&
+          sameValue(div.getResult(), scale))
+        div.getResult().replaceAllUsesWith(r);
+    }
+  });
+  write.erase();
+  for (auto [i, z] : llvm::enumerate(columns)) {
+    residual::HyperCoeffsOp c = coeffs[i];
+    ImplicitLocOpBuilder cb(c.getLoc(), c);
+    FailureOr<Value> map = residual::hyperCoeffsMap(cb, c, nn::MulOp::create(cb, z, r),
+                                                    c.getAlpha(), c.getBias());
+    if (failed(map))
+      return failure();
+    c.getResult().replaceAllUsesWith(*map);
+    c.erase();
+  }
+  return success();
+}
+
+/// Erases the ops without memory effects whose results nothing uses (what
+/// fuseWriteProjection leaves: the reverses' own projections and rms
+/// scales), so that later passes do not fuse them into live work.
+void eraseDeadOps(func::FuncOp fn) {
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    SmallVector<Operation *> dead;
+    fn.walk([&](Operation *op) {
+      if (op != fn && op->use_empty() && op->getNumResults() > 0 && isMemoryEffectFree(op) &&
+          op->getNumRegions() == 0)
+        dead.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(dead)) {
+      op->erase();
+      erased = true;
+    }
+  }
+}
+
 void HyperToKernelPass::runOnOperation() {
   ModuleOp module = getOperation();
   module.walk([](func::FuncOp fn) { mergeSites(fn); });
+  // An mHC write and the projections of the stream it writes: one pass.
+  IndexType indexType = IndexType::get(module.getContext());
+  func::FuncOp writeProject;
+  SmallVector<func::FuncOp> fns(module.getOps<func::FuncOp>());
+  for (func::FuncOp fn : fns) {
+    if (fn.isExternal())
+      continue;
+    DominanceInfo dom(fn);
+    SmallVector<std::pair<residual::HyperWriteOp, SmallVector<residual::HyperCoeffsOp>>> sites;
+    fn.walk([&](residual::HyperWriteOp write) {
+      if (!supported(write))
+        return;
+      SmallVector<residual::HyperCoeffsOp> coeffs = fusableCoeffs(write, dom);
+      if (!coeffs.empty())
+        sites.emplace_back(write, std::move(coeffs));
+    });
+    if (sites.empty())
+      continue;
+    if (!writeProject) {
+      // x: 5 values; u, post: 4; res: 5; w: 4; out, p, r: 2 each; 4 sizes,
+      // eps (f32), threads.
+      SmallVector<Type> args(5 + 4 + 4 + 5 + 4 + 2 * 3 + 4, indexType);
+      args.push_back(Float32Type::get(module.getContext()));
+      args.push_back(indexType);
+      writeProject = declareRuntimeFunction(module, kWriteProject, args);
+    }
+    for (auto &[write, coeffs] : sites)
+      if (failed(fuseWriteProjection(write, coeffs, writeProject, threads)))
+        return signalPassFailure();
+    eraseDeadOps(fn);
+  }
   SmallVector<residual::HyperWriteGradOp> writes;
   SmallVector<residual::HyperProjectGradOp> projections;
   module.walk([&](Operation *op) {
@@ -306,7 +549,7 @@ void HyperToKernelPass::runOnOperation() {
     if (auto projection = dyn_cast<residual::HyperProjectGradOp>(op); projection && supported(op))
       projections.push_back(projection);
   });
-  IndexType index = IndexType::get(module.getContext());
+  IndexType index = indexType;
   if (!writes.empty()) {
     // g, x: 5 values each; u, post, du, dpost: 4; dres: 5; 4 sizes.
     SmallVector<Type> args(5 + 5 + 4 * 4 + 5 + 4, index);
