@@ -331,7 +331,8 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
  * stream rows are prefetched. Tokens are shared by the threads; every sum
  * is taken by one thread in a fixed order: the bits do not depend on the
  * team. CPUs without AVX-512 write the rows the same way and take the
- * product from rewire_sgemm (their best narrow GEMM).
+ * product from rewire_sgemm (their best narrow GEMM). Without x the stream
+ * starts (residual.hyper_expand): X'[t, i, :] = u[t, :].
  *===----------------------------------------------------------------------===*/
 
 void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64_t a,
@@ -342,12 +343,24 @@ enum { kGroup = 4, kCols = 6 };
 
 /* out[i, :] = sum_j res[i * rsI + j * rsJ] x_j + post[i * psN] u over one
  * token (x_j = x + j * xsN, elements xsD apart; u's usD apart; out dense
- * [n][d]); returns the sum of the squares of out, row by row in order. */
+ * [n][d]), or without x (the stream's start, residual.hyper_expand) out[i,
+ * :] = u; returns the sum of the squares of out, row by row in order. */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static float
 writeToken(const float *restrict x, int64_t xsN, int64_t xsD, const float *restrict u,
            int64_t usD, const float *restrict post, int64_t psN, const float *restrict res,
            int64_t rsI, int64_t rsJ, float *restrict out, int64_t n, int64_t d) {
   float ss = 0.0f;
+  if (!x) {
+    for (int64_t i = 0; i < n; ++i) {
+      float *o = out + i * d;
+#pragma omp simd reduction(+ : ss)
+      for (int64_t c = 0; c < d; ++c) {
+        o[c] = u[c * usD];
+        ss += o[c] * o[c];
+      }
+    }
+    return ss;
+  }
   for (int64_t i = 0; i < n; ++i) {
     float *o = out + i * d;
     const float *ri = res + i * rsI;
@@ -428,7 +441,9 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
       tokens > INT64_MAX / (n * d))
     rewire_kernel_failed("hyper_write_project: the stream's sizes overflow");
   int64_t K = n * d;
-  const float *X = (const float *)(intptr_t)x + xOff, *U = (const float *)(intptr_t)u + uOff,
+  /* No x: the stream's start, n copies of u (post and res unused). */
+  const float *X = x ? (const float *)(intptr_t)x + xOff : NULL,
+              *U = (const float *)(intptr_t)u + uOff,
               *PO = (const float *)(intptr_t)post + poOff,
               *RE = (const float *)(intptr_t)res + reOff, *W = (const float *)(intptr_t)w + wOff;
   float *OUT = (float *)(intptr_t)out + outOff, *P = (float *)(intptr_t)p + pOff,
@@ -442,8 +457,8 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
   if (k == 0 || !avx512) {
 #pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t t = 0; t < tokens; ++t) {
-      float ss = writeToken(X + t * xsT, xsN, xsD, U + t * usT, usD, PO + t * posT, posN,
-                            RE + t * resT, resI, resJ, OUT + t * K, n, d);
+      float ss = writeToken(X ? X + t * xsT : NULL, xsN, xsD, U + t * usT, usD, PO + t * posT,
+                            posN, RE + t * resT, resI, resJ, OUT + t * K, n, d);
       R[t] = 1.0f / sqrtf(ss / (float)K + eps);
     }
     if (k > 0 && (wsJ == 1 || wsK == 1))
@@ -466,7 +481,7 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
   if ((size_t)ldw > (SIZE_MAX / sizeof(float)) / (size_t)k)
     rewire_kernel_failed("hyper_write_project: the scratch size overflows");
   float *wt = (float *)_mlir_memref_to_llvm_alloc(sizeof(float) * (size_t)ldw * (size_t)k);
-  int contiguous = xsD == 1 && xsN == d && xsT == K;
+  int contiguous = X && xsD == 1 && xsN == d && xsT == K;
 #pragma omp parallel num_threads(team)
   {
 #pragma omp for schedule(static)
@@ -481,8 +496,9 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
         int64_t t = t0 + (g < rows ? g : rows - 1);
         row[g] = OUT + t * K;
         if (g < rows) {
-          float ss = writeToken(X + t * xsT, xsN, xsD, U + t * usT, usD, PO + t * posT, posN,
-                                RE + t * resT, resI, resJ, OUT + t * K, n, d);
+          float ss = writeToken(X ? X + t * xsT : NULL, xsN, xsD, U + t * usT, usD,
+                                PO + t * posT, posN, RE + t * resT, resI, resJ, OUT + t * K, n,
+                                d);
           R[t] = 1.0f / sqrtf(ss / (float)K + eps);
         }
       }

@@ -44,7 +44,8 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
 /* An mHC stream write and the coefficient projection of the written stream
  * in one pass (HyperKernels.c): out[t, i, :] = sum_j res[t, i, j] x[t, j, :]
  * + post[t, i] u[t, :], p[t, :] = out[t] . W (out[t] flattened, K = n d),
- * r[t] = 1 / sqrt(mean(out[t]^2) + eps). x [tokens, n, d]; u [tokens, d];
+ * r[t] = 1 / sqrt(mean(out[t]^2) + eps); with x 0 (the stream's start,
+ * residual.hyper_expand) out[t, i, :] = u[t, :]. x [tokens, n, d]; u [tokens, d];
  * post [tokens, n] and res [tokens, n, n] (token strides 0 when static);
  * w [K, k]; out [tokens, n, d], p [tokens, k] and r [tokens] dense
  * (offsets only). Pointers are aligned bases, offsets and strides in

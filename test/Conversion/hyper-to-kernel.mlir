@@ -177,3 +177,22 @@ func.func @write_project(%x: tensor<2x3x4x8xf32>, %u: tensor<2x3x8xf32>, %post: 
   %c4 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 {eps = 1.0e-5 : f64} : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
   return %y, %c1, %c2, %c3, %c4 : tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// The stream's start (n copies of h) and its first site's coefficient
+// sets: the same call with no stream to mix (null x, post and res).
+// CHECK-LABEL: func.func @expand_project
+func.func @expand_project(%h: tensor<6x8xf32>, %a: tensor<f32>, %w1: tensor<32x4xf32>,
+                          %b1: tensor<4xf32>) -> (tensor<6x4x8xf32>, tensor<6x4xf32>) {
+  // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+  // CHECK-DAG: %[[H:.*]] = bufferization.to_buffer %arg0 read_only
+  // CHECK-DAG: %[[HP:.*]] = memref.extract_aligned_pointer_as_index %[[H]]
+  // CHECK: call @rewire_hyper_write_project(%[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[HP]], {{.*}}, %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], {{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c4{{.*}})
+  // CHECK: nn.sigmoid
+  // CHECK-NOT: residual.hyper_expand
+  // CHECK-NOT: residual.hyper_coeffs
+  %x = residual.hyper_expand %h stream 0 layer 0 : tensor<6x8xf32> -> tensor<6x4x8xf32>
+  %c = residual.hyper_coeffs sigmoid %x, %a, %w1, %b1 stream 0 layer 0 : tensor<6x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<6x4xf32>
+  return %x, %c : tensor<6x4x8xf32>, tensor<6x4xf32>
+}

@@ -9,7 +9,8 @@
 // its column block (the tails), static post and res (token stride 0),
 // padded and gapped stream rows (the strided write), a transposed W, one
 // coefficient; both paths (the AVX-512 projection where the CPU has it, and
-// the rows followed by rewire_sgemm); 1 and 2 threads bit for bit the same.
+// the rows followed by rewire_sgemm); the stream's start (no stream to mix:
+// n copies of u); 1 and 2 threads bit for bit the same.
 // Tolerances: X' within 2e-6 of the sum of |terms|; p within 2e-6 of
 // sum |X'_q W_qj| computed from the kernel's own X'; r within 2e-6
 // relative.
@@ -155,6 +156,45 @@ INSTANTIATE_TEST_SUITE_P(Paths, HyperWriteProject, testing::Values(1, 0),
                          [](const testing::TestParamInfo<int> &info) {
                            return info.param ? "Avx512" : "RowsThenSgemm";
                          });
+
+// The stream's start (no x: n copies of u), on both paths.
+TEST(HyperWriteProjectEdges, StreamStart) {
+  const int64_t tokens = 13, n = 4, d = 48, k = 24, K = n * d;
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> u(tokens * d), w(K * k), none(1, NAN);
+  for (float &f : u)
+    f = dist(rng);
+  for (float &f : w)
+    f = dist(rng);
+  auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
+  for (int avx512 : {0, 1}) {
+    if (avx512 && !hasAvx512())
+      continue;
+    std::vector<float> out(tokens * K), p(tokens * k), r(tokens);
+    rewire_hyper_write_project_on(0, 0, 0, 0, 0, ptr(u), 0, d, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ptr(w),
+                                  0, k, 1, ptr(out), 0, ptr(p), 0, ptr(r), 0, tokens, n, d, k, 1e-6f,
+                                  2, avx512);
+    for (int64_t t = 0; t < tokens; ++t) {
+      double ss = 0;
+      for (int64_t c = 0; c < d; ++c)
+        ss += n * (double)u[t * d + c] * u[t * d + c];
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < d; ++c)
+          ASSERT_EQ(out[t * K + i * d + c], u[t * d + c]) << "X'[" << t << ", " << i << ", " << c << "]";
+      double want = 1.0 / std::sqrt(ss / (double)K + 1e-6);
+      ASSERT_NEAR(r[t], want, 2e-6 * want) << "r[" << t << "]";
+      for (int64_t j = 0; j < k; ++j) {
+        double v = 0, mag = 0;
+        for (int64_t q = 0; q < K; ++q) {
+          v += (double)u[t * d + q % d] * w[q * k + j];
+          mag += std::fabs((double)u[t * d + q % d] * w[q * k + j]);
+        }
+        ASSERT_NEAR(p[t * k + j], v, 2e-6 * mag) << "p[" << t << ", " << j << "] on path " << avx512;
+      }
+    }
+  }
+}
 
 // No tokens: nothing is written.
 TEST(HyperWriteProjectEdges, NoTokens) {

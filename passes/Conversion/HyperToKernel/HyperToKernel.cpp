@@ -323,18 +323,19 @@ void rewrite(residual::HyperProjectGradOp op, func::FuncOp callee, int64_t threa
   op.erase();
 }
 
-/// The coefficient sets read from `write`'s stream that its kernel can
-/// project while it writes: mHC maps (their rows are each token's streams
-/// flattened), static f32 operands, a [n d, k] weight available before the
-/// write; in block order, those with the first one's eps.
-SmallVector<residual::HyperCoeffsOp> fusableCoeffs(residual::HyperWriteOp write,
-                                                   DominanceInfo &dom) {
+/// The coefficient sets read from the stream `write` writes (a
+/// residual.hyper_write, or the hyper_expand that starts the stream) that
+/// its kernel can project while it writes: mHC maps (their rows are each
+/// token's streams flattened), static f32 operands, a [n d, k] weight
+/// available before the write; in block order, those with the first one's
+/// eps.
+SmallVector<residual::HyperCoeffsOp> fusableCoeffs(Operation *write, DominanceInfo &dom) {
   SmallVector<residual::HyperCoeffsOp> candidates, coeffs;
-  auto xt = cast<RankedTensorType>(write.getType());
+  auto xt = cast<RankedTensorType>(write->getResult(0).getType());
   int64_t features = xt.getDimSize(xt.getRank() - 2) * xt.getDimSize(xt.getRank() - 1);
   for (Operation *user : write->getUsers()) {
     auto c = dyn_cast<residual::HyperCoeffsOp>(user);
-    if (!c || c.getMap() == residual::HyperMap::tanh || c.getX() != write.getResult() ||
+    if (!c || c.getMap() == residual::HyperMap::tanh || c.getX() != write->getResult(0) ||
         c->getBlock() != write->getBlock() || !supported(c) || llvm::is_contained(candidates, c))
       continue;
     auto wt = cast<RankedTensorType>(c.getWeight().getType());
@@ -357,12 +358,12 @@ SmallVector<residual::HyperCoeffsOp> fusableCoeffs(residual::HyperWriteOp write,
 /// projections and the rms scale that the maps' reverse and the projection
 /// reverses (hyper_project_grad) start from -- become the kernel's values,
 /// and a reverse that takes the sets in the kernel's order takes its W.
-LogicalResult fuseWriteProjection(residual::HyperWriteOp write,
-                                  ArrayRef<residual::HyperCoeffsOp> coeffs, func::FuncOp callee,
-                                  int64_t threads) {
+LogicalResult fuseWriteProjection(Operation *write, ArrayRef<residual::HyperCoeffsOp> coeffs,
+                                  func::FuncOp callee, int64_t threads) {
   OpBuilder b(write);
-  Location loc = write.getLoc();
-  auto xt = cast<RankedTensorType>(write.getX().getType());
+  Location loc = write->getLoc();
+  Value result = write->getResult(0);
+  auto xt = cast<RankedTensorType>(result.getType());
   Type elt = xt.getElementType();
   int64_t lead = xt.getRank() - 2, n = xt.getDimSize(lead), d = xt.getDimSize(lead + 1);
   residual::HyperCoeffsOp first = coeffs.front();
@@ -380,10 +381,21 @@ LogicalResult fuseWriteProjection(residual::HyperWriteOp write,
                                        b.getI64IntegerAttr(1))
                       .getResult();
   SmallVector<Value> args;
-  passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, write.getX(), 2)), args);
-  passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, write.getU(), 1)), args);
-  passPerToken(b, loc, write.getPost(), 1, lead, args);
-  passPerToken(b, loc, write.getRes(), 2, lead, args);
+  if (auto mix = dyn_cast<residual::HyperWriteOp>(write)) {
+    passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, mix.getX(), 2)), args);
+    passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, mix.getU(), 1)), args);
+    passPerToken(b, loc, mix.getPost(), 1, lead, args);
+    passPerToken(b, loc, mix.getRes(), 2, lead, args);
+  } else {
+    // The stream's start: no stream to mix (a null x), n copies of h.
+    Value none = arith::ConstantIndexOp::create(b, loc, 0);
+    args.append(5, none);
+    passBuffer(b, loc,
+               readOnlyBuffer(b, loc,
+                              asTokens(b, loc, cast<residual::HyperExpandOp>(write).getH(), 1)),
+               args);
+    args.append(4 + 5, none);
+  }
   passBuffer(b, loc, readOnlyBuffer(b, loc, w), args);
   int64_t tokens = tokenShape(xt, 2)[0];
   SmallVector<Value> buffers;
@@ -424,7 +436,7 @@ LogicalResult fuseWriteProjection(residual::HyperWriteOp write,
   // its W where they take the same sets in the same order.
   for (Operation *user : llvm::make_early_inc_range(write->getUsers())) {
     auto grad = dyn_cast<residual::HyperProjectGradOp>(user);
-    if (!grad || grad.getX() != write.getResult())
+    if (!grad || grad.getX() != result)
       continue;
     SmallVector<Value> pieces{grad.getW()};
     if (auto cat = grad.getW().getDefiningOp<nn::ConcatOp>())
@@ -454,7 +466,7 @@ LogicalResult fuseWriteProjection(residual::HyperWriteOp write,
   }
   Value stream = wrap(buffers[0], xt, 2);
   auto fn = write->getParentOfType<func::FuncOp>();
-  write.getResult().replaceAllUsesWith(stream);
+  result.replaceAllUsesWith(stream);
   // The reverses' own projections and rms scales (the decomposition's
   // arithmetic on the stream): found by equivalence with the same
   // computation built here, which is then left dead.
@@ -473,7 +485,7 @@ LogicalResult fuseWriteProjection(residual::HyperWriteOp write,
         div.getResult().replaceAllUsesWith(r);
     }
   });
-  write.erase();
+  write->erase();
   for (auto [i, z] : llvm::enumerate(columns)) {
     residual::HyperCoeffsOp c = coeffs[i];
     ImplicitLocOpBuilder cb(c.getLoc(), c);
@@ -510,7 +522,8 @@ void eraseDeadOps(func::FuncOp fn) {
 void HyperToKernelPass::runOnOperation() {
   ModuleOp module = getOperation();
   module.walk([](func::FuncOp fn) { mergeSites(fn); });
-  // An mHC write and the projections of the stream it writes: one pass.
+  // An mHC write (or the stream's start) and the projections of the stream
+  // it writes: one pass.
   IndexType indexType = IndexType::get(module.getContext());
   func::FuncOp writeProject;
   SmallVector<func::FuncOp> fns(module.getOps<func::FuncOp>());
@@ -518,9 +531,9 @@ void HyperToKernelPass::runOnOperation() {
     if (fn.isExternal())
       continue;
     DominanceInfo dom(fn);
-    SmallVector<std::pair<residual::HyperWriteOp, SmallVector<residual::HyperCoeffsOp>>> sites;
-    fn.walk([&](residual::HyperWriteOp write) {
-      if (!supported(write))
+    SmallVector<std::pair<Operation *, SmallVector<residual::HyperCoeffsOp>>> sites;
+    fn.walk([&](Operation *write) {
+      if (!isa<residual::HyperWriteOp, residual::HyperExpandOp>(write) || !supported(write))
         return;
       SmallVector<residual::HyperCoeffsOp> coeffs = fusableCoeffs(write, dom);
       if (!coeffs.empty())
