@@ -80,7 +80,8 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // No cse here: it merges the `tensor.empty` + zero `linalg.fill` inits of
   // different ops, and one-shot bufferization then copies the shared buffer
   // for every writer (25 copies instead of 7 in a 2-layer GPT-2 stack).
-  // The CPU takes the sums of a hyper stream write's reverse that read the
+  // The CPU takes an mHC write with the next site's coefficient projection
+  // in one pass, the sums of a hyper stream write's reverse that read the
   // stream's adjoint in one pass, and so the reverse of each mHC site's
   // coefficient projections (runtime/HyperKernels.c); CUDA, and what the
   // kernels do not take, run their decomposition.
@@ -258,7 +259,7 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                               llvm::cl::desc("attention as the runtime's fused kernel"),
                               llvm::cl::init(true)};
   Option<bool> hyperKernels{*this, "hyper-kernels",
-                            llvm::cl::desc("a hyper stream's per-token sums as the runtime's kernel"),
+                            llvm::cl::desc("a hyper stream's fused passes (mHC write and projection, reverse sums) as the runtime's kernels"),
                             llvm::cl::init(true)};
   Option<unsigned> threads{*this, "loop-threads",
                            llvm::cl::desc("OpenMP threads of the generated loops (0: OpenMP's default, 1: none)"),

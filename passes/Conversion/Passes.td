@@ -445,8 +445,23 @@ def AttentionToKernel : Pass<"rewire-attention-to-kernel", "::mlir::ModuleOp"> {
 }
 
 def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
-  let summary = "Call the runtime's fused kernels for f32 residual.hyper_write_grad and hyper_project_grad";
+  let summary = "Call the runtime's fused kernels for f32 mHC writes with the next site's projection, hyper_write_grad and hyper_project_grad";
   let description = [{
+    First, a `residual.hyper_write` (or the `residual.hyper_expand` that
+    starts the stream) on static f32 tensors whose result feeds mHC
+    `residual.hyper_coeffs` (sigmoid, double_sigmoid or sinkhorn maps: each
+    token's streams flattened are the rows) becomes one call of
+    `rewire_hyper_write_project`, which writes the stream and returns, for
+    those coefficient sets (block order, one eps, weights `[n d, k_i]`
+    available at the write), `p = rows . [W_1 | W_2 | ...]` and the rows'
+    rms scale `r` in the same pass. Each set becomes its map of its columns
+    of `p` times `r` (`residual::hyperCoeffsMap`, the decomposition's
+    arithmetic after the product). The reverse rules' own `rows . W_i` and
+    rms scales of that stream (recomputed for the maps' reverse and for
+    `hyper_project_grad`) are found by structural equivalence with the same
+    computation and take the kernel's values; ops left unused are erased,
+    so later fusions never combine them with live work.
+
     Replaces every `residual.hyper_write_grad` on static f32 tensors (the
     sums of a hyper stream write's reverse that read the stream's adjoint:
     `du`, `dpost`, `dres`) by a call to `rewire_hyper_write_grad`
@@ -474,6 +489,13 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     `dW` where the two products and the sum read it three times.
 
     ```mlir
+    %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : ...
+    %pre = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : ...
+    // becomes
+    %w = nn.concat %w1, ... {axis = 1 : i64} : ... -> tensor<256x24xf32>
+    call @rewire_hyper_write_project(%xp, ..., %c32, %c4, %c64, %c24, %eps, %threads) : (index, ..., f32, index) -> ()
+    %pre = nn.sigmoid ...  // of alpha (p[:, 0:4] r) + b
+
     %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1 : ...
     // becomes
     %gb = bufferization.to_buffer %g_tokens read_only : ... to memref<32x4x64xf32, strided<[?, ?, ?], offset: ?>>
@@ -489,7 +511,8 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect",
+                           "::rewire::nn::NNDialect"];
 }
 
 def LinalgToBlas : Pass<"rewire-linalg-to-blas", "::mlir::ModuleOp"> {

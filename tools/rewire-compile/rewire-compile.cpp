@@ -92,8 +92,9 @@ static cl::opt<bool> fusedAttention(
     cl::init(true), cl::cat(category));
 static cl::opt<bool> hyperKernels(
     "hyper-kernels",
-    cl::desc("CPU: run the per-token sums of a hyper stream write's reverse (HC, mHC training) "
-             "as the runtime's kernel (default on; =false runs their decomposition's loops)"),
+    cl::desc("CPU: run an mHC write with the next site's coefficient projection, and the "
+             "per-token sums of a hyper stream's reverse (HC, mHC training), as the runtime's "
+             "kernels (default on; =false runs their decomposition's loops)"),
     cl::init(true), cl::cat(category));
 static cl::opt<bool> preciseMath(
     "precise-math",
