@@ -562,17 +562,16 @@ void HyperToKernelPass::runOnOperation() {
     if (auto projection = dyn_cast<residual::HyperProjectGradOp>(op); projection && supported(op))
       projections.push_back(projection);
   });
-  IndexType index = indexType;
   if (!writes.empty()) {
     // g, x: 5 values each; u, post, du, dpost: 4; dres: 5; 4 sizes.
-    SmallVector<Type> args(5 + 5 + 4 * 4 + 5 + 4, index);
+    SmallVector<Type> args(5 + 5 + 4 * 4 + 5 + 4, indexType);
     func::FuncOp callee = declareRuntimeFunction(module, kWriteGrad, args);
     for (residual::HyperWriteGradOp op : writes)
       rewrite(op, callee, threads);
   }
   if (!projections.empty()) {
     // dz, p: 4 values each; r: 3; x: 5; w: 4; dx, dw: 2 each; 5 sizes.
-    SmallVector<Type> args(4 + 4 + 3 + 5 + 4 + 2 + 2 + 5, index);
+    SmallVector<Type> args(4 + 4 + 3 + 5 + 4 + 2 + 2 + 5, indexType);
     func::FuncOp callee = declareRuntimeFunction(module, kProjectGrad, args);
     for (residual::HyperProjectGradOp op : projections)
       rewrite(op, callee, threads);
