@@ -508,8 +508,7 @@ void eraseDeadOps(func::FuncOp fn) {
     erased = false;
     SmallVector<Operation *> dead;
     fn.walk([&](Operation *op) {
-      if (op != fn && op->use_empty() && op->getNumResults() > 0 && isMemoryEffectFree(op) &&
-          op->getNumRegions() == 0)
+      if (op != fn && op->getNumResults() > 0 && isOpTriviallyDead(op))
         dead.push_back(op);
     });
     for (Operation *op : llvm::reverse(dead)) {
