@@ -24,6 +24,23 @@ void rewire_hyper_write_grad(int64_t g, int64_t gOff, int64_t gsT, int64_t gsN, 
                              int64_t drsJ, int64_t tokens, int64_t n, int64_t d,
                              int64_t threads);
 
+/* rewire_hyper_write_grad's reductions where g is summed in the same pass
+ * (HyperKernels.c): g[t, j, :] = sum_i a[t, i, j] h[t, i, :] + b[t, j] v[t, :]
+ * + e[t, j, :], written to g (dense [tokens, n, d], offset only), then du,
+ * dpost and dres of it as rewire_hyper_write_grad. h, e [tokens, n, d];
+ * a [tokens, n, n] and b [tokens, n] (token strides 0 when static);
+ * v [tokens, d]. b (with v) and e are optional: pointer 0. */
+void rewire_hyper_write_grad_sum(
+    int64_t h, int64_t hOff, int64_t hsT, int64_t hsN, int64_t hsD, int64_t a, int64_t aOff,
+    int64_t asT, int64_t asI, int64_t asJ, int64_t b, int64_t bOff, int64_t bsT, int64_t bsN,
+    int64_t v, int64_t vOff, int64_t vsT, int64_t vsD, int64_t e, int64_t eOff, int64_t esT,
+    int64_t esN, int64_t esD, int64_t g, int64_t gOff, int64_t x, int64_t xOff, int64_t xsT,
+    int64_t xsN, int64_t xsD, int64_t u, int64_t uOff, int64_t usT, int64_t usD, int64_t post,
+    int64_t pOff, int64_t psT, int64_t psN, int64_t du, int64_t duOff, int64_t dusT,
+    int64_t dusD, int64_t dpost, int64_t dpOff, int64_t dpsT, int64_t dpsN, int64_t dres,
+    int64_t drOff, int64_t drsT, int64_t drsI, int64_t drsJ, int64_t tokens, int64_t n,
+    int64_t d, int64_t threads);
+
 /* The reverse of an mHC site's coefficient projection z = r (x . W), x a
  * token's n streams flattened (K = n d), r its rms scale
  * (residual.hyper_project_grad, HyperKernels.c): dX = (r dz) . W^T + s x

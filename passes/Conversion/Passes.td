@@ -478,6 +478,20 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     targets before `residual-decompose`, which expands the ops left (other
     element types, dynamic shapes) and, for CUDA, all of them.
 
+    Where the adjoint `g` is the sum the autodiff engine makes after the
+    next site's reverse -- a tree of `nn.add` (inner adds used only by it)
+    of `res^T h` (`nn.matmul` of `nn.transpose` of the next write's `res`,
+    per token or static, and `h`, the adjoint of that write's output), at
+    most one `pre (x) dh` (`nn.mul` of `nn.unsqueeze`s of the next read's
+    `pre` and the branch's input gradient) and at most one other term of
+    the stream's type (the projections' reverse) -- and the op's other
+    operands are defined before the sum, the call is
+    `rewire_hyper_write_grad_sum` in the sum's place: it writes each
+    token's rows of `g` (a fresh buffer, which the sum's other readers
+    take) and takes the reductions from L1, so `g` is not written by one
+    pass and read back by the next. Sums of other terms (HC's dynamic
+    coefficients) stay.
+
     Likewise `residual.hyper_project_grad` (the reverse of an mHC
     coefficient projection): first the ops of one site -- same stream, rms
     scales that compute the same -- are merged into one on their `dz`, `p`
@@ -503,6 +517,15 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     %du_buf = memref.alloc() {alignment = 64 : i64} : memref<32x64xf32>
     call @rewire_hyper_write_grad(%gp, %goff, %gs0, %gs1, %gs2, ..., %c32, %c4, %c64, %threads) : (index, ...) -> ()
     %du_t = bufferization.to_tensor %du_buf restrict writable : ...
+
+    %m = nn.matmul %resT, %h : ...      // %resT = nn.transpose %res
+    %s = nn.add %m, %pre_dh : ...       // nn.mul of the unsqueezed pre and dh
+    %g = nn.add %s, %e : ...
+    %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1 : ...
+    // becomes
+    %g_buf = memref.alloc() {alignment = 64 : i64} : memref<32x4x64xf32>
+    call @rewire_hyper_write_grad_sum(%hp, ..., %gp, %goff, %xp, ..., %c32, %c4, %c64, %threads) : (index, ...) -> ()
+    %g_t = bufferization.to_tensor %g_buf restrict writable : ...  // %g's other readers
     ```
   }];
   let options = [

@@ -196,3 +196,109 @@ func.func @expand_project(%h: tensor<6x8xf32>, %a: tensor<f32>, %w1: tensor<32x4
   %c = residual.hyper_coeffs sigmoid %x, %a, %w1, %b1 stream 0 layer 0 : tensor<6x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<6x4xf32>
   return %x, %c : tensor<6x4x8xf32>, tensor<6x4xf32>
 }
+
+// -----
+
+// A stream adjoint the autodiff engine sums after the next site's reverse
+// (res^T h + pre (x) dh + e, as a tree of nn.add): one call of
+// rewire_hyper_write_grad_sum in the sum's place, which writes g (a fresh
+// dense buffer, pointer and offset) for the sum's other reader (here the
+// reverse of the write before, ahead of the hyper_write_grad); the adds go.
+// Operands: h, res (5 values each), pre, dh (4), e (5), g (2), then x, u,
+// post and the results as for rewire_hyper_write_grad.
+// CHECK-LABEL: func.func @write_grad_sum
+func.func @write_grad_sum(%h: tensor<2x3x4x8xf32>, %res: tensor<2x3x4x4xf32>, %pre: tensor<2x3x4xf32>,
+                          %dh: tensor<2x3x8xf32>, %e: tensor<2x3x4x8xf32>, %x: tensor<2x3x4x8xf32>,
+                          %u: tensor<2x3x8xf32>, %post: tensor<2x3x4xf32>, %res2: tensor<2x3x4x4xf32>)
+    -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) {
+  // CHECK-DAG: %[[HC:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x8xf32> into tensor<6x4x8xf32>
+  // CHECK-DAG: %[[RC:.*]] = tensor.collapse_shape %arg1 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x4xf32> into tensor<6x4x4xf32>
+  // CHECK-DAG: %[[PC:.*]] = tensor.collapse_shape %arg2 {{\[\[}}0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
+  // CHECK-DAG: %[[DC:.*]] = tensor.collapse_shape %arg3 {{\[\[}}0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+  // CHECK-DAG: %[[EC:.*]] = tensor.collapse_shape %arg4 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x8xf32> into tensor<6x4x8xf32>
+  // CHECK-DAG: %[[G:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x8xf32>
+  // CHECK-DAG: %[[GP:.*]] = memref.extract_aligned_pointer_as_index %[[G]]
+  // CHECK-DAG: %[[C6:.*]] = arith.constant 6 : index
+  // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+  // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+  // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+  // CHECK-NOT: nn.add
+  // CHECK: call @rewire_hyper_write_grad_sum({{.*}}, %[[GP]], %{{[^,]*}}, {{.*}}, %[[C6]], %[[C4]], %[[C8]], %[[C2]])
+  // CHECK: %[[GT:.*]] = bufferization.to_tensor %[[G]] restrict writable : memref<6x4x8xf32> to tensor<6x4x8xf32>
+  // CHECK: %[[GE:.*]] = tensor.expand_shape %[[GT]] {{\[\[}}0, 1], [2], [3]] output_shape [2, 3, 4, 8]
+  // CHECK: nn.matmul %{{.*}}, %[[GE]]
+  // CHECK-NOT: nn.add
+  // CHECK-NOT: residual.hyper_write_grad
+  // CHECK: return
+  %t = nn.transpose %res {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32>
+  %m = nn.matmul %t, %h : (tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %p1 = nn.unsqueeze %pre {axes = array<i64: 3>} : (tensor<2x3x4xf32>) -> tensor<2x3x4x1xf32>
+  %d1 = nn.unsqueeze %dh {axes = array<i64: 2>} : (tensor<2x3x8xf32>) -> tensor<2x3x1x8xf32>
+  %o = nn.mul %p1, %d1 : (tensor<2x3x4x1xf32>, tensor<2x3x1x8xf32>) -> tensor<2x3x4x8xf32>
+  %s = nn.add %m, %o : (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %g = nn.add %s, %e : (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %t2 = nn.transpose %res2 {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32>
+  %next = nn.matmul %t2, %g : (tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 1
+      : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>
+      -> tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
+  return %du, %dpost, %dres, %next : tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>
+}
+// CHECK: func.func private @rewire_hyper_write_grad_sum(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+
+// -----
+
+// Static res and pre (HC): token stride 0; the terms in any order, without e.
+// CHECK-LABEL: func.func @write_grad_sum_static
+func.func @write_grad_sum_static(%h: tensor<5x2x8xf32>, %res: tensor<2x2xf32>, %pre: tensor<2xf32>,
+                                 %dh: tensor<5x8xf32>, %x: tensor<5x2x8xf32>, %u: tensor<5x8xf32>, %post: tensor<2xf32>)
+    -> (tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>) {
+  // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+  // CHECK-DAG: %[[RB:.*]] = bufferization.to_buffer %arg1 read_only : tensor<2x2xf32> to memref<2x2xf32, strided<[?, ?], offset: ?>>
+  // CHECK-DAG: %{{[^,]*}}, %[[ROFF:[^,]*]], %{{[^,]*}}:2, %[[RS:[^ ]*]]:2 = memref.extract_strided_metadata %[[RB]]
+  // CHECK-DAG: %[[RP:.*]] = memref.extract_aligned_pointer_as_index %[[RB]]
+  // CHECK-DAG: %[[PB:.*]] = bufferization.to_buffer %arg2 read_only : tensor<2xf32> to memref<2xf32, strided<[?], offset: ?>>
+  // CHECK-DAG: %{{[^,]*}}, %[[POFF:[^,]*]], %{{[^,]*}}, %[[PS:[^ ]*]] = memref.extract_strided_metadata %[[PB]]
+  // CHECK-DAG: %[[PP:.*]] = memref.extract_aligned_pointer_as_index %[[PB]]
+  // CHECK: call @rewire_hyper_write_grad_sum(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[RP]], %[[ROFF]], %[[C0]], %[[RS]]#0, %[[RS]]#1, %[[PP]], %[[POFF]], %[[C0]], %[[PS]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C0]],
+  // CHECK-NOT: nn.add
+  %p1 = nn.unsqueeze %pre {axes = array<i64: 1>} : (tensor<2xf32>) -> tensor<2x1xf32>
+  %d1 = nn.unsqueeze %dh {axes = array<i64: 1>} : (tensor<5x8xf32>) -> tensor<5x1x8xf32>
+  %o = nn.mul %d1, %p1 : (tensor<5x1x8xf32>, tensor<2x1xf32>) -> tensor<5x2x8xf32>
+  %t = nn.transpose %res {perm = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %m = nn.matmul %t, %h : (tensor<2x2xf32>, tensor<5x2x8xf32>) -> tensor<5x2x8xf32>
+  %g = nn.add %o, %m : (tensor<5x2x8xf32>, tensor<5x2x8xf32>) -> tensor<5x2x8xf32>
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 0
+      : tensor<5x2x8xf32>, tensor<5x2x8xf32>, tensor<5x8xf32>, tensor<2xf32>
+      -> tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+  return %du, %dpost, %dres : tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+}
+
+// -----
+
+// Sums the kernel does not take stay: two terms of the stream's type
+// besides res^T h (HC's dynamic coefficients add more), and a sum without
+// res^T h.
+// CHECK-LABEL: func.func @write_grad_sum_other
+func.func @write_grad_sum_other(%h: tensor<5x2x8xf32>, %res: tensor<5x2x2xf32>, %e1: tensor<5x2x8xf32>,
+                                %e2: tensor<5x2x8xf32>, %x: tensor<5x2x8xf32>, %u: tensor<5x8xf32>, %post: tensor<5x2xf32>)
+    -> (tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>, tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>) {
+  // CHECK: nn.add
+  // CHECK: nn.add
+  // CHECK: call @rewire_hyper_write_grad(
+  // CHECK: nn.add
+  // CHECK: call @rewire_hyper_write_grad(
+  // CHECK-NOT: rewire_hyper_write_grad_sum
+  %t = nn.transpose %res {perm = array<i64: 0, 2, 1>} : (tensor<5x2x2xf32>) -> tensor<5x2x2xf32>
+  %m = nn.matmul %t, %h : (tensor<5x2x2xf32>, tensor<5x2x8xf32>) -> tensor<5x2x8xf32>
+  %s = nn.add %m, %e1 : (tensor<5x2x8xf32>, tensor<5x2x8xf32>) -> tensor<5x2x8xf32>
+  %g = nn.add %s, %e2 : (tensor<5x2x8xf32>, tensor<5x2x8xf32>) -> tensor<5x2x8xf32>
+  %du, %dpost, %dres = residual.hyper_write_grad %g, %x, %u, %post stream 0 layer 0
+      : tensor<5x2x8xf32>, tensor<5x2x8xf32>, tensor<5x8xf32>, tensor<5x2xf32>
+      -> tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+  %g2 = nn.add %e1, %e2 : (tensor<5x2x8xf32>, tensor<5x2x8xf32>) -> tensor<5x2x8xf32>
+  %du2, %dpost2, %dres2 = residual.hyper_write_grad %g2, %x, %u, %post stream 0 layer 1
+      : tensor<5x2x8xf32>, tensor<5x2x8xf32>, tensor<5x8xf32>, tensor<5x2xf32>
+      -> tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+  return %du, %dpost, %dres, %du2, %dpost2, %dres2 : tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>, tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
+}

@@ -10,6 +10,13 @@
 // with the pointers aligned bases and offsets and strides in elements; g
 // and x are [tokens, n, d], u and du [tokens, d], post and dpost
 // [tokens, n] (a static post's token stride is 0), dres [tokens, n, n].
+// That of `rewire_hyper_write_grad_sum` puts, in g's place,
+//   (h, hOffset, hStrides[3], res, resOffset, resStrides[3], pre,
+//    preOffset, preStrides[2], dh, dhOffset, dhStrides[2], e, eOffset,
+//    eStrides[3], g, gOffset)
+// with h and e [tokens, n, d], res [tokens, n, n] and pre [tokens, n]
+// (token stride 0 when static), dh [tokens, d], pre with dh and e optional
+// (all 0), and g the dense output [tokens, n, d].
 // That of `rewire_hyper_project_grad`:
 //   (dz, dzOffset, dzStrides[2], p, pOffset, pStrides[2], r, rOffset,
 //    rTokenStride, x, xOffset, xStrides[3], w, wOffset, wStrides[2], dx,
@@ -42,6 +49,7 @@ using namespace rewire;
 namespace {
 
 constexpr const char *kWriteGrad = "rewire_hyper_write_grad";
+constexpr const char *kWriteGradSum = "rewire_hyper_write_grad_sum";
 constexpr const char *kProjectGrad = "rewire_hyper_project_grad";
 constexpr const char *kWriteProject = "rewire_hyper_write_project";
 
@@ -133,18 +141,142 @@ void passPerToken(OpBuilder &b, Location loc, Value t, int64_t rest, int64_t lea
   passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, t, rest)), args);
 }
 
-void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads) {
+/// The stream's adjoint as the autodiff engine sums it after the next
+/// site's reverse (papers.md 6.2): `res^T h` (the next write's reverse, h
+/// the adjoint of its output), `pre (x) dh` (the next read's) and one
+/// other term `e` of the stream's type (the projections' reverse), as a
+/// tree of nn.add (the inner ones used only by the tree).
+struct StreamSum {
+  Value h, res, pre, dh, e;
+};
+
+void addLeaves(Value v, Type type, bool root, SmallVectorImpl<Value> &leaves) {
+  auto add = v.getDefiningOp<nn::AddOp>();
+  if (add && (root || v.hasOneUse()) && add.getLhs().getType() == type &&
+      add.getRhs().getType() == type) {
+    addLeaves(add.getLhs(), type, false, leaves);
+    addLeaves(add.getRhs(), type, false, leaves);
+    return;
+  }
+  leaves.push_back(v);
+}
+
+/// Whether `t`'s shape is the stream's token dims followed by `tail`, or
+/// (a static operand) `tail` alone.
+bool perTokenShape(Value t, RankedTensorType stream, ArrayRef<int64_t> tail) {
+  auto type = dyn_cast<RankedTensorType>(t.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    return false;
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() == tail.size())
+    return shape == tail;
+  ArrayRef<int64_t> lead = stream.getShape().drop_back(2);
+  return shape.size() == lead.size() + tail.size() && shape.take_front(lead.size()) == lead &&
+         shape.drop_front(lead.size()) == tail;
+}
+
+std::optional<StreamSum> matchStreamSum(Value g) {
+  auto stream = cast<RankedTensorType>(g.getType());
+  int64_t rank = stream.getRank(), n = stream.getDimSize(rank - 2),
+          d = stream.getDimSize(rank - 1);
+  if (!g.getDefiningOp<nn::AddOp>())
+    return std::nullopt;
+  SmallVector<Value> leaves;
+  addLeaves(g, stream, /*root=*/true, leaves);
+  StreamSum sum;
+  for (Value leaf : leaves) {
+    if (auto matmul = leaf.getDefiningOp<nn::MatMulOp>(); matmul && !sum.h) {
+      auto transpose = matmul.getLhs().getDefiningOp<nn::TransposeOp>();
+      if (transpose && transpose.getPerm() && matmul.getRhs().getType() == stream) {
+        Value res = transpose.getX();
+        int64_t r = cast<RankedTensorType>(res.getType()).getRank();
+        SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, r));
+        if (r >= 2)
+          std::swap(swap[r - 2], swap[r - 1]);
+        if (perTokenShape(res, stream, {n, n}) && *transpose.getPerm() == ArrayRef(swap)) {
+          sum.h = matmul.getRhs();
+          sum.res = res;
+          continue;
+        }
+      }
+    }
+    if (auto mul = leaf.getDefiningOp<nn::MulOp>(); mul && !sum.pre) {
+      auto lhs = mul.getLhs().getDefiningOp<nn::UnsqueezeOp>();
+      auto rhs = mul.getRhs().getDefiningOp<nn::UnsqueezeOp>();
+      for (int swapped = 0; swapped < 2 && lhs && rhs && !sum.pre; ++swapped, std::swap(lhs, rhs)) {
+        int64_t preRank = cast<RankedTensorType>(lhs.getType()).getRank();
+        int64_t dhRank = cast<RankedTensorType>(rhs.getType()).getRank();
+        if (lhs.getAxes() == ArrayRef<int64_t>{preRank - 1} &&
+            rhs.getAxes() == ArrayRef<int64_t>{dhRank - 2} &&
+            perTokenShape(lhs.getX(), stream, {n}) && dhRank == rank &&
+            perTokenShape(rhs.getX(), stream, {d})) {
+          sum.pre = lhs.getX();
+          sum.dh = rhs.getX();
+        }
+      }
+      if (sum.pre)
+        continue;
+    }
+    if (leaf.getType() != stream || sum.e)
+      return std::nullopt;
+    sum.e = leaf;
+  }
+  if (!sum.h || leaves.size() < 2)
+    return std::nullopt;
+  return sum;
+}
+
+/// A hyper_write_grad's call, with its g summed in the same pass where g
+/// is a StreamSum (`sumCallee`).
+void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, func::FuncOp sumCallee,
+             int64_t threads) {
+  // A fused call takes the sum's place: the reverse of the write before
+  // reads g ahead of this op. Its other operands must be defined there.
+  std::optional<StreamSum> sum;
+  Operation *root = op.getG().getDefiningOp();
+  if (sumCallee && op.getG().getType() == op.getX().getType()) {
+    DominanceInfo dom(op->getParentOp());
+    if (llvm::all_of(ValueRange{op.getX(), op.getU(), op.getPost()},
+                     [&](Value v) { return dom.properlyDominates(v, root); }))
+      sum = matchStreamSum(op.getG());
+  }
   OpBuilder b(op);
+  if (sum)
+    b.setInsertionPointAfter(root);
   Location loc = op.getLoc();
   auto xt = cast<RankedTensorType>(op.getX().getType());
   int64_t n = xt.getDimSize(xt.getRank() - 2), d = xt.getDimSize(xt.getRank() - 1);
+  int64_t lead = xt.getRank() - 2, tokens = tokenShape(xt, 2)[0];
   SmallVector<Value> args;
   auto pass = [&](Value buffer) { passBuffer(b, loc, buffer, args); };
-  pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getG(), 2)));
+  auto zeros = [&](int count) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    args.append(count, zero);
+  };
+  Value gBuffer;
+  if (sum) {
+    pass(readOnlyBuffer(b, loc, asTokens(b, loc, sum->h, 2)));
+    passPerToken(b, loc, sum->res, 2, lead, args);
+    if (sum->pre) {
+      passPerToken(b, loc, sum->pre, 1, lead, args);
+      passPerToken(b, loc, sum->dh, 1, lead, args);
+    } else {
+      zeros(8);
+    }
+    if (sum->e)
+      pass(readOnlyBuffer(b, loc, asTokens(b, loc, sum->e, 2)));
+    else
+      zeros(5);
+    gBuffer = memref::AllocOp::create(b, loc, MemRefType::get({tokens, n, d}, xt.getElementType()),
+                                      b.getI64IntegerAttr(64));
+    passBuffer(b, loc, gBuffer, args, /*strides=*/0);
+  } else {
+    pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getG(), 2)));
+  }
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getX(), 2)));
   pass(readOnlyBuffer(b, loc, asTokens(b, loc, op.getU(), 1)));
   // Static coefficients: the same n weights for every token.
-  passPerToken(b, loc, op.getPost(), 1, xt.getRank() - 2, args);
+  passPerToken(b, loc, op.getPost(), 1, lead, args);
   SmallVector<Value> buffers;
   for (auto [result, rest] : llvm::zip(op->getResults(), ArrayRef<int64_t>{1, 1, 2})) {
     auto type = cast<RankedTensorType>(result.getType());
@@ -153,17 +285,22 @@ void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, int64_t threads
         b.getI64IntegerAttr(64)));
     pass(buffers.back());
   }
-  for (int64_t v : {tokenShape(xt, 2)[0], n, d, threads})
+  for (int64_t v : {tokens, n, d, threads})
     args.push_back(arith::ConstantIndexOp::create(b, loc, v));
-  func::CallOp::create(b, loc, callee, args);
-  for (auto [result, buffer, rest] :
-       llvm::zip(op->getResults(), buffers, ArrayRef<int64_t>{1, 1, 2})) {
-    auto type = cast<RankedTensorType>(result.getType());
+  func::CallOp::create(b, loc, sum ? sumCallee : callee, args);
+  auto asResult = [&](Value buffer, RankedTensorType type, int64_t rest) {
     auto flat = RankedTensorType::get(tokenShape(type, rest), type.getElementType());
     Value t = bufferization::ToTensorOp::create(b, loc, flat, buffer, /*restrict=*/true,
                                                 /*writable=*/true);
-    result.replaceAllUsesWith(fromTokens(b, loc, t, type, rest));
-  }
+    return fromTokens(b, loc, t, type, rest);
+  };
+  for (auto [result, buffer, rest] :
+       llvm::zip(op->getResults(), buffers, ArrayRef<int64_t>{1, 1, 2}))
+    result.replaceAllUsesWith(asResult(buffer, cast<RankedTensorType>(result.getType()), rest));
+  // The sum's other readers (the reverse of the write before) take the
+  // kernel's g; the adds are left dead.
+  if (sum)
+    op.getG().replaceAllUsesWith(asResult(gBuffer, xt, 2));
   op.erase();
 }
 
@@ -565,8 +702,17 @@ void HyperToKernelPass::runOnOperation() {
     // g, x: 5 values each; u, post, du, dpost: 4; dres: 5; 4 sizes.
     SmallVector<Type> args(5 + 5 + 4 * 4 + 5 + 4, indexType);
     func::FuncOp callee = declareRuntimeFunction(module, kWriteGrad, args);
+    // h, res, e: 5 values each; pre, dh: 4; g: 2; then as above without g.
+    SmallVector<Type> sumArgs(5 * 3 + 4 * 2 + 2 + 5 + 4 * 4 + 5 + 4, indexType);
+    func::FuncOp sumCallee;
     for (residual::HyperWriteGradOp op : writes)
-      rewrite(op, callee, threads);
+      if (op.getG().getType() == op.getX().getType() && matchStreamSum(op.getG())) {
+        sumCallee = declareRuntimeFunction(module, kWriteGradSum, sumArgs);
+        break;
+      }
+    for (residual::HyperWriteGradOp op : writes)
+      rewrite(op, callee, sumCallee, threads);
+    module.walk([](func::FuncOp fn) { eraseDeadOps(fn); });
   }
   if (!projections.empty()) {
     // dz, p: 4 values each; r: 3; x: 5; w: 4; dx, dw: 2 each; 5 sizes.
