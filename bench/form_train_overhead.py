@@ -10,7 +10,9 @@ ones (train_step.py's rewire_tokens_per_s with median=True: on a shared VM a
 stall of a few steps moved the mean of a round by 10% and more). Its overhead (the extra share of training time) is
 given two ways: from the medians, plain tokens/s / form tokens/s - 1, and
 paired, the median over rounds of that ratio within each round, which a
-shared VM's drift between rounds moves less.
+shared VM's drift between rounds moves less, with a 95% bootstrap interval
+of that median (rounds resampled). Each round starts with the next form in
+turn, so none always runs first.
 
     python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
                                         [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
@@ -21,6 +23,7 @@ Needs torch (any version: train_step.py only exports the model with it) and the 
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -32,6 +35,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import add_model_args, cpu_model, export_gpt, rewire_tokens_per_s  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def paired_interval(ratios, resamples=4000):
+    """A 95% bootstrap interval of the median of the in-round ratios: the
+    rounds resampled with replacement (a fixed seed, so a run's report
+    does not change when printed again)."""
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios)))
+                     for _ in range(resamples))
+    return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
 
 
 def main():
@@ -58,23 +71,28 @@ def main():
                        capture_output=True)
         compile_s[form] = time.perf_counter() - t0
     rates = {f: [] for f in forms}
-    for _ in range(a.rounds):
-        for form in forms:
+    for r in range(a.rounds):
+        # Each round starts with another form, so no form always runs first.
+        for form in forms[r % len(forms):] + forms[:r % len(forms)]:
             rates[form].append(rewire_tokens_per_s(command(form), a.steps, a.batch * a.seq, env,
                                                    work, median=True))
     median = {f: statistics.median(v) for f, v in rates.items()}
     print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps" % (
         time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps))
-    print("%-10s %12s %10s %10s %12s" % ("form", "tokens/s", "overhead", "paired", "compile s"))
+    print("%-10s %12s %10s %10s %17s %12s" % ("form", "tokens/s", "overhead", "paired",
+                                              "paired 95% CI", "compile s"))
     rows = []
     for form in forms:
         overhead = median["plain"] / median[form] - 1
-        paired = statistics.median(p / f - 1 for p, f in zip(rates["plain"], rates[form]))
-        print("%-10s %12.0f %9.1f%% %9.1f%% %12.1f" % (form, median[form], 100 * overhead,
-                                                      100 * paired, compile_s[form]))
+        ratios = [p / f - 1 for p, f in zip(rates["plain"], rates[form])]
+        paired = statistics.median(ratios)
+        low, high = paired_interval(ratios)
+        print("%-10s %12.0f %9.1f%% %9.1f%% %7.1f%% .. %4.1f%% %12.1f" % (
+            form, median[form], 100 * overhead, 100 * paired, 100 * low, 100 * high,
+            compile_s[form]))
         rows.append({"form": form, "tokens_per_s": median[form], "all_rounds": rates[form],
                      "overhead": overhead, "overhead_paired": paired,
-                     "compile_s": compile_s[form]})
+                     "overhead_paired_ci95": [low, high], "compile_s": compile_s[form]})
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "layers": a.layers,
