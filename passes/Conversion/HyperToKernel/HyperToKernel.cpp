@@ -234,7 +234,7 @@ void rewrite(residual::HyperWriteGradOp op, func::FuncOp callee, func::FuncOp su
   // reads g ahead of this op. Its other operands must be defined there.
   std::optional<StreamSum> sum;
   Operation *root = op.getG().getDefiningOp();
-  if (sumCallee && op.getG().getType() == op.getX().getType()) {
+  if (sumCallee && isa_and_nonnull<nn::AddOp>(root) && op.getG().getType() == op.getX().getType()) {
     DominanceInfo dom(op->getParentOp());
     if (llvm::all_of(ValueRange{op.getX(), op.getU(), op.getPost()},
                      [&](Value v) { return dom.properlyDominates(v, root); }))
