@@ -26,8 +26,9 @@
  *   g[t, j, :] = sum_i res'[t, i, j] g'[t, i, :] + pre[t, j] dh[t, :] + e[t, j, :]
  *
  * As a separate loop the sum reads g' and e and writes g, which the
- * reductions read back; here each token's rows of g are written and the
- * reductions find them in L1. g is an output (the site before reads it).
+ * reductions read back from memory; here a block of tokens' rows of g is
+ * written and the reductions find them in L2 (kSumBlock). g is an output
+ * (the reverse of the site before reads it).
  */
 #include "HyperKernels.h"
 
