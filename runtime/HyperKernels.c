@@ -203,17 +203,7 @@ sumRow(float *restrict out, const float *restrict h, int64_t hsN, const float *a
     }
     return;
   }
-  float a0 = a[0];
-#pragma omp simd
-  for (int64_t k = 0; k < d; ++k)
-    out[k] = a0 * h[k];
-  for (int64_t i = 1; i < n; ++i) {
-    const float *hi = h + i * hsN;
-    float ai = a[i * asI];
-#pragma omp simd
-    for (int64_t k = 0; k < d; ++k)
-      out[k] += ai * hi[k];
-  }
+  weightedRows(out, h, hsN, a, asI, n, d);
   if (v) {
 #pragma omp simd
     for (int64_t k = 0; k < d; ++k)
