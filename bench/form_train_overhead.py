@@ -14,9 +14,16 @@ shared VM's drift between rounds moves less, with a 95% bootstrap interval
 of that median (rounds resampled). Each round starts with the next form in
 turn, so none always runs first.
 
+With --interleave a round is one process (form_train_worker.py, run by the
+Python that has the built `rewire` package, build/venv's) that trains every
+form at once, one step of each in turn: a round's paired figure is then the
+median over its steps of a form's step time over the plain step taken next
+to it, which a shared VM's slow spells (seconds long, within a round) move
+far less than rounds in separate processes minutes apart.
+
     python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
                                         [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
-                                        [--out r.json]
+                                        [--interleave] [--out r.json]
 
 Needs torch (any version: train_step.py only exports the model with it) and the built tools.
 """
@@ -31,10 +38,11 @@ import tempfile
 import time
 
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
 from train_step import add_model_args, cpu_model, export_gpt, rewire_tokens_per_s  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from form_train_worker import residual_of  # noqa: E402
 
 
 def paired_interval(ratios, resamples=4000):
@@ -49,9 +57,14 @@ def paired_interval(ratios, resamples=4000):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--forms", default="hc,mhc,laurel")
+    ap.add_argument("--forms", default="hc,mhc,laurel",
+                    help="comma-separated residual kinds; plain~b: the plain model again (A/A)")
     add_model_args(ap, steps=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--interleave", action="store_true",
+                    help="all forms in one process a round, their steps in turn")
+    ap.add_argument("--rewire-python", default=os.path.join(ROOT, "build", "venv", "bin", "python"),
+                    help="a Python with the built rewire package (for --interleave)")
     ap.add_argument("--out")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rewire-form-overhead-")
@@ -62,7 +75,8 @@ def main():
     def command(form):
         cmd = [os.path.join(ROOT, "build", "bin", "rewire-train"), onnx_path, "--data=" + data,
                "--optimizer=adamw", "--lr=1e-3"]
-        return cmd + ([] if form == "plain" else ["--residual=" + form])
+        kind = residual_of(form)
+        return cmd + ([] if kind is None else ["--residual=" + kind])
 
     compile_s = {}
     for form in forms:
@@ -71,32 +85,51 @@ def main():
                        capture_output=True)
         compile_s[form] = time.perf_counter() - t0
     rates = {f: [] for f in forms}
+    ratios = {f: [] for f in forms}  # a round's paired overhead of each form
     for r in range(a.rounds):
+        print("round %d of %d" % (r + 1, a.rounds), file=sys.stderr, flush=True)
         # Each round starts with another form, so no form always runs first.
-        for form in forms[r % len(forms):] + forms[:r % len(forms)]:
+        order = forms[r % len(forms):] + forms[:r % len(forms)]
+        if a.interleave:
+            out = subprocess.run([a.rewire_python, os.path.join(HERE, "form_train_worker.py"),
+                                  "--model", onnx_path, "--data", data, "--forms", ",".join(order),
+                                  "--batch", str(a.batch), "--seq", str(a.seq),
+                                  "--steps", str(a.steps)],
+                                 check=True, env=env, capture_output=True, text=True).stdout
+            seconds = json.loads(out.strip().splitlines()[-1])
+            for form in forms:
+                rates[form].append(a.batch * a.seq / statistics.median(seconds[form]))
+                ratios[form].append(statistics.median(
+                    f / p - 1 for p, f in zip(seconds["plain"], seconds[form])))
+            continue
+        for form in order:
             rates[form].append(rewire_tokens_per_s(command(form), a.steps, a.batch * a.seq, env,
                                                    work, median=True))
+        for form in forms:
+            ratios[form].append(rates["plain"][-1] / rates[form][-1] - 1)
     median = {f: statistics.median(v) for f, v in rates.items()}
-    print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps" % (
-        time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps))
+    print("%s, %s; GPT %d layers, d %d, batch %d x %d, AdamW; %d rounds x %d steps%s" % (
+        time.strftime("%Y-%m-%d"), cpu_model(), a.layers, a.d, a.batch, a.seq, a.rounds, a.steps,
+        ", interleaved" if a.interleave else ""))
     print("%-10s %12s %10s %10s %17s %12s" % ("form", "tokens/s", "overhead", "paired",
                                               "paired 95% CI", "compile s"))
     rows = []
     for form in forms:
         overhead = median["plain"] / median[form] - 1
-        ratios = [p / f - 1 for p, f in zip(rates["plain"], rates[form])]
-        paired = statistics.median(ratios)
-        low, high = paired_interval(ratios)
+        paired = statistics.median(ratios[form])
+        low, high = paired_interval(ratios[form])
         print("%-10s %12.0f %9.1f%% %9.1f%% %7.1f%% .. %4.1f%% %12.1f" % (
             form, median[form], 100 * overhead, 100 * paired, 100 * low, 100 * high,
             compile_s[form]))
         rows.append({"form": form, "tokens_per_s": median[form], "all_rounds": rates[form],
-                     "overhead": overhead, "overhead_paired": paired,
+                     "paired_rounds": ratios[form], "overhead": overhead,
+                     "overhead_paired": paired,
                      "overhead_paired_ci95": [low, high], "compile_s": compile_s[form]})
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "layers": a.layers,
-                       "d": a.d, "seq": a.seq, "batch": a.batch, "rows": rows}, f, indent=1)
+                       "d": a.d, "seq": a.seq, "batch": a.batch, "steps": a.steps,
+                       "rounds": a.rounds, "interleave": a.interleave, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

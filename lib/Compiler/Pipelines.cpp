@@ -134,6 +134,17 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   // the OpenMP lowering's per-iteration scope).
   if (options.optLevel > 0 && !options.cuda && options.threads != 1)
     lower.addPass(rewire::createFuseRows());
+  // Long sums to a few values (a scalar weight's gradient: no parallel
+  // loop) as partial sums of consecutive runs the threads share; with one
+  // thread too, so that a model's results do not depend on --threads.
+  if (options.optLevel > 0 && !options.cuda) {
+    SplitLongReductionsOptions split;
+    split.minLength = 65536;
+    split.maxOutputs = 16;
+    split.partials = 64;
+    split.interleave = false;
+    lower.addPass(rewire::createSplitLongReductions(split));
+  }
 }
 
 void rewire::compiler::buildLLVMDialectPipeline(OpPassManager &pm, const CompileOptions &options) {

@@ -2,9 +2,11 @@
 //
 // Implements rewire-split-long-reductions (see Passes.td): a reduction with
 // few outputs and a long reduction becomes P partial sums (upstream
-// linalg::splitReduction, the partial index innermost so neighbouring GPU
-// threads read neighbouring addresses) and a combine, so the CUDA kernels
-// get outputs x P independent sums instead of at most 16 threads per output.
+// linalg::splitReduction: on the GPU the partial index innermost, so
+// neighbouring threads read neighbouring addresses; on the CPU each partial
+// a run of consecutive points) and a combine, so the CUDA kernels get
+// outputs x P independent sums instead of at most 16 threads per output,
+// and the CPU's threads share the sum.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/GPU/KernelGroups.h"
@@ -126,8 +128,11 @@ struct SplitLongReductionsPass
       return;
     // The partial index leads ([P, outputs...]): the combine's threads, one
     // per output along the innermost dimension, read neighbouring addresses.
+    // Interleaved, partial k takes the points k mod P (neighbouring GPU
+    // threads, neighbouring addresses); else the k-th run of consecutive
+    // points (a CPU thread streams its runs).
     auto control = [&](linalg::LinalgOp) {
-      return linalg::SplitReductionOptions{ratio, /*index=*/0, /*innerParallel=*/true};
+      return linalg::SplitReductionOptions{ratio, /*index=*/0, /*innerParallel=*/interleave};
     };
     rewriter.setInsertionPoint(op);
     (void)linalg::splitReduction(rewriter, op, control);
