@@ -140,7 +140,7 @@ void rewire::compiler::buildLinalgPipeline(OpPassManager &pm, const CompileOptio
   if (options.optLevel > 0 && !options.cuda) {
     SplitLongReductionsOptions split;
     split.minLength = 65536;
-    split.maxOutputs = 16;
+    split.maxOutputs = 4;
     split.partials = 64;
     split.interleave = false;
     lower.addPass(rewire::createSplitLongReductions(split));

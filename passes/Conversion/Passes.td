@@ -729,14 +729,15 @@ def SplitLongReductions : Pass<"rewire-split-long-reductions", "::mlir::func::Fu
     left to cuBLAS. The sums change order (fp32 results differ from the
     CPU's in the last bits: partial sums, closer to pairwise summation).
 
-    The CPU pipeline (rewire-compile at -O1 and up, any thread count, so
-    that results do not depend on it) runs it too, with `interleave=false` (partial `k` sums the `k`-th run of
-    consecutive points: a thread streams its runs), `min-length=65536`,
-    `max-outputs=16` and `partials=64`: unsplit, such a sum has no parallel
-    loop and runs on one thread while the other waits. LAuReL's two scalar
-    gradients per site (`[4, 128, 768]` each, d 768) took ~115 us of serial
-    time a site in the train step. The partials are fixed by the shapes, so
-    the bits do not depend on the thread count.
+    The CPU pipeline (rewire-compile at -O1 and up, at any thread count, so
+    that results do not depend on it) runs it too, with `interleave=false`
+    (partial `k` sums the `k`-th run of consecutive points: a thread
+    streams its runs), `min-length=65536`, `max-outputs=4` and
+    `partials=64` (so at least 16 partials an output): unsplit, such a sum
+    has no parallel loop and runs on one thread while the other waits.
+    LAuReL's two scalar gradients per site (`[4, 128, 768]` each, d 768)
+    took ~115 us of serial time a site in the train step. The partials are
+    fixed by the shapes, so the bits do not depend on the thread count.
   }];
   let options = [
     Option<"minLength", "min-length", "int64_t", /*default=*/"1024",

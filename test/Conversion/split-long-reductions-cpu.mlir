@@ -1,9 +1,9 @@
 // rewire-split-long-reductions as the CPU pipeline runs it (interleave=false,
-// min-length 65536, max-outputs 16, partials 64): a scalar's long sum
+// min-length 65536, max-outputs 4, partials 64): a scalar's long sum
 // becomes 64 partial sums of consecutive runs -- a parallel loop the
 // threads share -- and a combine into the original init; shorter sums and
 // sums to many values stay.
-// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(rewire-split-long-reductions{interleave=false min-length=65536 max-outputs=16 partials=64}))" | FileCheck %s
+// RUN: rewire-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(rewire-split-long-reductions{interleave=false min-length=65536 max-outputs=4 partials=64}))" | FileCheck %s
 
 // LAuReL's scalar gradient at d 768, B 4 x T 128 (393216 points): partial
 // k sums points [6144 k, 6144 (k + 1)) (the partial index outer).
