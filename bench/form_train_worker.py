@@ -21,7 +21,6 @@ plain model a second time (an A/A check of the method: its overhead is 0).
 """
 import argparse
 import json
-import os
 import sys
 
 import numpy as np
