@@ -77,7 +77,7 @@ struct SplitLongReductionsPass
         isa<linalg::ContractionOpInterface>(op.getOperation()))
       return 0;
     if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()); generic && rewire::gpu::isGemm(generic))
-      return 0; // cuBLAS
+      return 0; // a GEMM: the BLAS's (cuBLAS, or the CPU's rewire_sgemm)
     std::optional<LoopCounts> counts = countLoops(op);
     if (!counts || counts->outputs > maxOutputs || counts->reduction < minLength)
       return 0;
@@ -126,11 +126,11 @@ struct SplitLongReductionsPass
     }
     if (op.getNumReductionLoops() != 1)
       return;
-    // The partial index leads ([P, outputs...]): the combine's threads, one
-    // per output along the innermost dimension, read neighbouring addresses.
-    // Interleaved, partial k takes the points k mod P (neighbouring GPU
-    // threads, neighbouring addresses); else the k-th run of consecutive
-    // points (a CPU thread streams its runs).
+    // The partial index leads ([P, outputs...]): the combine's GPU threads,
+    // one per output along the innermost dimension, read neighbouring
+    // addresses. Interleaved, partial k takes the points k mod P (so do the
+    // first op's GPU threads); else the k-th run of consecutive points (a
+    // CPU thread streams its runs).
     auto control = [&](linalg::LinalgOp) {
       return linalg::SplitReductionOptions{ratio, /*index=*/0, /*innerParallel=*/interleave};
     };
