@@ -44,6 +44,54 @@ void *_mlir_memref_to_llvm_alloc(size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
 void rewire_kernel_failed(const char *message);
 
+/* W [K, k] (an mHC site's coefficient projections side by side) as up to
+ * kWeightParts column blocks, each its own buffer: the maps' weights are
+ * separate parameters, and a concatenated copy of them (and a gradient
+ * split back out of one [K, k] buffer, which the optimizer then read with
+ * a stride of k) cost more than the kernels' own use of them. Part q holds
+ * W's columns [first, first + cols), strides (sK, sJ); its dW part is dense
+ * [K, cols]. A part with cols 0 is unused. */
+enum { kWeightParts = 3 };
+typedef struct {
+  const float *w;
+  int64_t sK, sJ, cols, first;
+} WeightPart;
+
+/* The parts of a call's W from its (pointer, offset, sK, sJ, cols) values;
+ * ends the call unless the columns add up to k. */
+static void weightParts(WeightPart parts[kWeightParts], const int64_t desc[kWeightParts][5],
+                        int64_t k, const char *who) {
+  int64_t first = 0;
+  for (int q = 0; q < kWeightParts; ++q) {
+    int64_t cols = desc[q][4];
+    if (cols < 0 || cols > k - first || (cols > 0 && desc[q][0] == 0))
+      rewire_kernel_failed(who);
+    parts[q].w = cols ? (const float *)(intptr_t)desc[q][0] + desc[q][1] : NULL;
+    parts[q].sK = desc[q][2];
+    parts[q].sJ = desc[q][3];
+    parts[q].cols = cols;
+    parts[q].first = first;
+    first += cols;
+  }
+  if (first != k)
+    rewire_kernel_failed(who);
+}
+
+/* W[c, j] and dW's element (c, j) through the parts. */
+static float weightAt(const WeightPart parts[kWeightParts], int64_t c, int64_t j) {
+  int q = 0;
+  while (j >= parts[q].first + parts[q].cols)
+    ++q;
+  return parts[q].w[c * parts[q].sK + (j - parts[q].first) * parts[q].sJ];
+}
+static float *gradAt(const WeightPart parts[kWeightParts], float *const dw[kWeightParts],
+                     int64_t c, int64_t j) {
+  int q = 0;
+  while (j >= parts[q].first + parts[q].cols)
+    ++q;
+  return dw[q] + c * parts[q].cols + (j - parts[q].first);
+}
+
 /* out[j] = sum_k a[k] rows[j][k] for up to kDots rows, over d contiguous
  * floats: independent sums, so the loop is not bound by the latency of one
  * chain of FMAs (missing rows repeat the first; their sums are dropped). */
@@ -317,18 +365,21 @@ enum { kChunk = 64, kTokens = 8 };
 
 /* Columns [c0, c0 + cols) of dX for every token and of dW. D [tokens, k]
  * (r dz) and S [tokens] are dense; x's rows are contiguous (row stride xs),
- * dX's likewise (dxs); w is W with strides (wsK, wsJ) and dw dense [K, k];
- * wt, dwt are [k][kChunk] scratch. */
+ * dX's likewise (dxs); W comes in its parts and dW goes to theirs (dw[q]
+ * dense [K, parts[q].cols]); wt, dwt are [k][kChunk] scratch. */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
 projectGradChunk(const float *restrict x, int64_t xs, float *restrict dx, int64_t dxs,
-                 const float *restrict D, const float *restrict S, const float *restrict w,
-                 int64_t wsK, int64_t wsJ, float *restrict dw, float *restrict wt,
-                 float *restrict dwt, int64_t tokens, int64_t k, int64_t c0, int64_t cols) {
-  for (int64_t j = 0; j < k; ++j) {
-    for (int64_t c = 0; c < cols; ++c)
-      wt[j * kChunk + c] = w[(c0 + c) * wsK + j * wsJ];
-    memset(dwt + j * kChunk, 0, sizeof(float) * kChunk);
-  }
+                 const float *restrict D, const float *restrict S, const WeightPart *parts,
+                 float *const *dw, float *restrict wt, float *restrict dwt, int64_t tokens,
+                 int64_t k, int64_t c0, int64_t cols) {
+  for (int q = 0; q < kWeightParts; ++q)
+    for (int64_t jj = 0; jj < parts[q].cols; ++jj) {
+      const float *w = parts[q].w + jj * parts[q].sJ;
+      float *row = wt + (parts[q].first + jj) * kChunk;
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] = w[(c0 + c) * parts[q].sK];
+    }
+  memset(dwt, 0, sizeof(float) * kChunk * (size_t)k);
   int64_t vecCols = cols == kChunk ? kChunk : 0; /* a partial chunk: scalar */
   int64_t t = 0;
   for (; vecCols && t + kTokens <= tokens; t += kTokens) {
@@ -361,35 +412,52 @@ projectGradChunk(const float *restrict x, int64_t xs, float *restrict dx, int64_
       }
       dx[t * dxs + c0 + c] = acc;
     }
-  for (int64_t c = 0; c < cols; ++c)
-    for (int64_t j = 0; j < k; ++j)
-      dw[(c0 + c) * k + j] = dwt[j * kChunk + c];
+  for (int q = 0; q < kWeightParts; ++q) {
+    int64_t pc = parts[q].cols;
+    const float *src = dwt + parts[q].first * kChunk;
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t jj = 0; jj < pc; ++jj)
+        dw[q][(c0 + c) * pc + jj] = src[jj * kChunk + c];
+  }
 }
 
 void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t dzsJ,
                                int64_t p, int64_t pOff, int64_t psT, int64_t psJ,
                                int64_t r, int64_t rOff, int64_t rsT,
                                int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
-                               int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
-                               int64_t dx, int64_t dxOff, int64_t dw, int64_t dwOff,
-                               int64_t tokens, int64_t n, int64_t d, int64_t k,
-                               int64_t threads) {
+                               int64_t w0, int64_t w0Off, int64_t w0sK, int64_t w0sJ,
+                               int64_t w0Cols, int64_t w1, int64_t w1Off, int64_t w1sK,
+                               int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off,
+                               int64_t w2sK, int64_t w2sJ, int64_t w2Cols, int64_t dx,
+                               int64_t dxOff, int64_t dw0, int64_t dw0Off, int64_t dw1,
+                               int64_t dw1Off, int64_t dw2, int64_t dw2Off, int64_t tokens,
+                               int64_t n, int64_t d, int64_t k, int64_t threads) {
   if (n <= 0 || d <= 0 || k <= 0)
     return;
   if (n > INT64_MAX / d)
     rewire_kernel_failed("hyper_project_grad: the stream's n * d features overflow");
   int64_t K = n * d;
+  if (k > INT64_MAX / K)
+    rewire_kernel_failed("hyper_project_grad: the weight's n * d * k elements overflow");
+  const int64_t desc[kWeightParts][5] = {{w0, w0Off, w0sK, w0sJ, w0Cols},
+                                         {w1, w1Off, w1sK, w1sJ, w1Cols},
+                                         {w2, w2Off, w2sK, w2sJ, w2Cols}};
+  WeightPart parts[kWeightParts];
+  weightParts(parts, desc, k, "hyper_project_grad: the weight's parts do not make its k columns");
+  float *DW[kWeightParts] = {(float *)(intptr_t)dw0 + dw0Off, (float *)(intptr_t)dw1 + dw1Off,
+                             (float *)(intptr_t)dw2 + dw2Off};
+  for (int q = 0; q < kWeightParts; ++q)
+    if (parts[q].cols && !DW[q])
+      rewire_kernel_failed("hyper_project_grad: a weight part has no gradient buffer");
   if (tokens <= 0) { /* no tokens: dW is an empty sum */
-    float *DW0 = (float *)(intptr_t)dw + dwOff;
-    for (int64_t c = 0; c < K; ++c)
-      for (int64_t j = 0; j < k; ++j)
-        DW0[c * k + j] = 0.0f;
+    for (int q = 0; q < kWeightParts; ++q)
+      if (parts[q].cols)
+        memset(DW[q], 0, sizeof(float) * (size_t)K * (size_t)parts[q].cols);
     return;
   }
   const float *DZ = (const float *)(intptr_t)dz + dzOff, *P = (const float *)(intptr_t)p + pOff,
-              *R = (const float *)(intptr_t)r + rOff, *X = (const float *)(intptr_t)x + xOff,
-              *W = (const float *)(intptr_t)w + wOff;
-  float *DX = (float *)(intptr_t)dx + dxOff, *DW = (float *)(intptr_t)dw + dwOff;
+              *R = (const float *)(intptr_t)r + rOff, *X = (const float *)(intptr_t)x + xOff;
+  float *DX = (float *)(intptr_t)dx + dxOff;
   int64_t chunks = (K + kChunk - 1) / kChunk;
   int team = threads > 0 ? (int)threads : omp_get_max_threads();
   if (team < 1)
@@ -423,15 +491,15 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
   if (xsD != 1 || xsN != d) {
     /* A stream whose token rows are not contiguous: the same sums in the
      * same order, through its strides (views the pipeline does not make). */
-    for (int64_t c = 0; c < K; ++c)
-      for (int64_t j = 0; j < k; ++j)
-        DW[c * k + j] = 0.0f;
+    for (int q = 0; q < kWeightParts; ++q)
+      if (parts[q].cols)
+        memset(DW[q], 0, sizeof(float) * (size_t)K * (size_t)parts[q].cols);
     for (int64_t t = 0; t < tokens; ++t)
       for (int64_t c = 0; c < K; ++c) {
         float xv = X[t * xsT + (c / d) * xsN + (c % d) * xsD], acc = xv * S[t];
         for (int64_t j = 0; j < k; ++j) {
-          acc += D[t * k + j] * W[c * wsK + j * wsJ];
-          DW[c * k + j] += D[t * k + j] * xv;
+          acc += D[t * k + j] * weightAt(parts, c, j);
+          *gradAt(parts, DW, c, j) += D[t * k + j] * xv;
         }
         DX[t * K + c] = acc;
       }
@@ -444,8 +512,8 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
 #pragma omp for schedule(static)
     for (int64_t q = 0; q < chunks; ++q) {
       int64_t c0 = q * kChunk, cols = K - c0 < kChunk ? K - c0 : kChunk;
-      projectGradChunk(X, xsT, DX, K, D, S, W, wsK, wsJ, DW, wt, wt + (size_t)kChunk * k, tokens,
-                       k, c0, cols);
+      projectGradChunk(X, xsT, DX, K, D, S, parts, DW, wt, wt + (size_t)kChunk * k, tokens, k,
+                       c0, cols);
     }
   }
   _mlir_memref_to_llvm_free(scratch);
@@ -459,7 +527,9 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
  *
  *   X'[t, i, :] = sum_j res[t, i, j] X[t, j, :] + post[t, i] u[t, :]
  *   p[t, :]     = X'[t] . W                   (W [K, k]: the site's maps'
- *                                              projections side by side)
+ *                                              projections side by side,
+ *                                              in up to kWeightParts
+ *                                              buffers)
  *   r[t]        = 1 / sqrt(mean(X'[t]^2) + eps)
  *
  * As separate ops the write reads the stream and writes X', then the
@@ -567,15 +637,15 @@ projectGroup(const float *const row[kGroup], int64_t rows, const float *restrict
   }
 }
 
-void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t xsN,
-                                   int64_t xsD, int64_t u, int64_t uOff, int64_t usT,
-                                   int64_t usD, int64_t post, int64_t poOff, int64_t posT,
-                                   int64_t posN, int64_t res, int64_t reOff, int64_t resT,
-                                   int64_t resI, int64_t resJ, int64_t w, int64_t wOff,
-                                   int64_t wsK, int64_t wsJ, int64_t out, int64_t outOff,
-                                   int64_t p, int64_t pOff, int64_t r, int64_t rOff,
-                                   int64_t tokens, int64_t n, int64_t d, int64_t k, float eps,
-                                   int64_t threads, int avx512) {
+void rewire_hyper_write_project_on(
+    int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
+    int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
+    int64_t res, int64_t reOff, int64_t resT, int64_t resI, int64_t resJ, int64_t w0,
+    int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
+    int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
+    int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads,
+    int avx512) {
   if (tokens <= 0 || n <= 0 || d <= 0)
     return;
   if (n > INT64_MAX / d || k < 0 || (k > 0 && n * d > INT64_MAX / k) ||
@@ -586,7 +656,12 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
   const float *X = x ? (const float *)(intptr_t)x + xOff : NULL,
               *U = (const float *)(intptr_t)u + uOff,
               *PO = (const float *)(intptr_t)post + poOff,
-              *RE = (const float *)(intptr_t)res + reOff, *W = (const float *)(intptr_t)w + wOff;
+              *RE = (const float *)(intptr_t)res + reOff;
+  const int64_t desc[kWeightParts][5] = {{w0, w0Off, w0sK, w0sJ, w0Cols},
+                                         {w1, w1Off, w1sK, w1sJ, w1Cols},
+                                         {w2, w2Off, w2sK, w2sJ, w2Cols}};
+  WeightPart parts[kWeightParts];
+  weightParts(parts, desc, k, "hyper_write_project: the weight's parts do not make its k columns");
   float *OUT = (float *)(intptr_t)out + outOff, *P = (float *)(intptr_t)p + pOff,
         *R = (float *)(intptr_t)r + rOff;
   int team = threads > 0 ? (int)threads : omp_get_max_threads();
@@ -602,18 +677,25 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
                             posN, RE + t * resT, resI, resJ, OUT + t * K, n, d);
       R[t] = 1.0f / sqrtf(ss / (float)K + eps);
     }
-    if (k > 0 && (wsJ == 1 || wsK == 1))
-      rewire_sgemm(0, wsJ != 1, tokens, k, K, (int64_t)(intptr_t)OUT, 0, K,
-                   (int64_t)(intptr_t)W, 0, wsJ == 1 ? wsK : wsJ, (int64_t)(intptr_t)P, 0, k,
-                   0.0f);
-    else
+    /* Each part's columns of p, P[:, first + j] = OUT . W_part[:, j]. */
+    for (int q = 0; q < kWeightParts; ++q) {
+      const WeightPart *wp = &parts[q];
+      if (!wp->cols)
+        continue;
+      if (wp->sJ == 1 || wp->sK == 1) {
+        rewire_sgemm(0, wp->sJ != 1, tokens, wp->cols, K, (int64_t)(intptr_t)OUT, 0, K,
+                     (int64_t)(intptr_t)wp->w, 0, wp->sJ == 1 ? wp->sK : wp->sJ,
+                     (int64_t)(intptr_t)P, wp->first, k, 0.0f);
+        continue;
+      }
       for (int64_t t = 0; t < tokens; ++t)
-        for (int64_t j = 0; j < k; ++j) {
+        for (int64_t j = 0; j < wp->cols; ++j) {
           float s = 0.0f;
-          for (int64_t q = 0; q < K; ++q)
-            s += OUT[t * K + q] * W[q * wsK + j * wsJ];
-          P[t * k + j] = s;
+          for (int64_t c = 0; c < K; ++c)
+            s += OUT[t * K + c] * wp->w[c * wp->sK + j * wp->sJ];
+          P[t * k + wp->first + j] = s;
         }
+    }
     return;
   }
   /* W^T, its rows padded to whole vectors plus one line (rows a multiple
@@ -626,9 +708,10 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
 #pragma omp parallel num_threads(team)
   {
 #pragma omp for schedule(static)
-    for (int64_t q = 0; q < K; ++q)
-      for (int64_t j = 0; j < k; ++j)
-        wt[j * ldw + q] = W[q * wsK + j * wsJ];
+    for (int64_t c = 0; c < K; ++c)
+      for (int q = 0; q < kWeightParts; ++q)
+        for (int64_t j = 0; j < parts[q].cols; ++j)
+          wt[(parts[q].first + j) * ldw + c] = parts[q].w[c * parts[q].sK + j * parts[q].sJ];
 #pragma omp for schedule(static)
     for (int64_t gi = 0; gi < groups; ++gi) {
       int64_t t0 = gi * kGroup, rows = tokens - t0 < kGroup ? tokens - t0 : kGroup;
@@ -655,17 +738,18 @@ void rewire_hyper_write_project_on(int64_t x, int64_t xOff, int64_t xsT, int64_t
   _mlir_memref_to_llvm_free(wt);
 }
 
-void rewire_hyper_write_project(int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
-                                int64_t u, int64_t uOff, int64_t usT, int64_t usD,
-                                int64_t post, int64_t poOff, int64_t posT, int64_t posN,
-                                int64_t res, int64_t reOff, int64_t resT, int64_t resI,
-                                int64_t resJ, int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
-                                int64_t out, int64_t outOff, int64_t p, int64_t pOff,
-                                int64_t r, int64_t rOff, int64_t tokens, int64_t n, int64_t d,
-                                int64_t k, float eps, int64_t threads) {
+void rewire_hyper_write_project(
+    int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
+    int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
+    int64_t res, int64_t reOff, int64_t resT, int64_t resI, int64_t resJ, int64_t w0,
+    int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
+    int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
+    int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads) {
   __builtin_cpu_init();
   rewire_hyper_write_project_on(x, xOff, xsT, xsN, xsD, u, uOff, usT, usD, post, poOff, posT,
-                                posN, res, reOff, resT, resI, resJ, w, wOff, wsK, wsJ, out,
-                                outOff, p, pOff, r, rOff, tokens, n, d, k, eps, threads,
-                                __builtin_cpu_supports("avx512f"));
+                                posN, res, reOff, resT, resI, resJ, w0, w0Off, w0sK, w0sJ,
+                                w0Cols, w1, w1Off, w1sK, w1sJ, w1Cols, w2, w2Off, w2sK, w2sJ,
+                                w2Cols, out, outOff, p, pOff, r, rOff, tokens, n, d, k, eps,
+                                threads, __builtin_cpu_supports("avx512f"));
 }

@@ -41,22 +41,31 @@ void rewire_hyper_write_grad_sum(
     int64_t drOff, int64_t drsT, int64_t drsI, int64_t drsJ, int64_t tokens, int64_t n,
     int64_t d, int64_t threads);
 
+/* An mHC site's coefficient weight W [K, k] is passed as up to 3 column
+ * blocks side by side (the maps' weights, each its own buffer): for each,
+ * its pointer, offset, strides (sK, sJ) and column count (0: unused); the
+ * counts add up to k. Its gradient dW likewise, as dense [K, cols] blocks
+ * (pointer and offset each). */
+
 /* The reverse of an mHC site's coefficient projection z = r (x . W), x a
  * token's n streams flattened (K = n d), r its rms scale
  * (residual.hyper_project_grad, HyperKernels.c): dX = (r dz) . W^T + s x
  * with s = -(r^3 / K) sum_j dz_j p_j (p = x . W), and dW = sum_t x^T (r dz),
  * in one pass over the stream. dz, p [tokens, k]; r [tokens] (its stride
- * rsT); x [tokens, n, d]; w [K, k]; dx [tokens, K] and dw [K, k] dense
- * (offsets only). Pointers are aligned bases, offsets and strides in
+ * rsT); x [tokens, n, d]; W's and dW's blocks as above; dx [tokens, K]
+ * dense (offset only). Pointers are aligned bases, offsets and strides in
  * elements. The call of rewire-hyper-to-kernel. */
 void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t dzsJ,
                                int64_t p, int64_t pOff, int64_t psT, int64_t psJ,
                                int64_t r, int64_t rOff, int64_t rsT,
                                int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
-                               int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
-                               int64_t dx, int64_t dxOff, int64_t dw, int64_t dwOff,
-                               int64_t tokens, int64_t n, int64_t d, int64_t k,
-                               int64_t threads);
+                               int64_t w0, int64_t w0Off, int64_t w0sK, int64_t w0sJ,
+                               int64_t w0Cols, int64_t w1, int64_t w1Off, int64_t w1sK,
+                               int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off,
+                               int64_t w2sK, int64_t w2sJ, int64_t w2Cols, int64_t dx,
+                               int64_t dxOff, int64_t dw0, int64_t dw0Off, int64_t dw1,
+                               int64_t dw1Off, int64_t dw2, int64_t dw2Off, int64_t tokens,
+                               int64_t n, int64_t d, int64_t k, int64_t threads);
 
 /* An mHC stream write and the coefficient projection of the written stream
  * in one pass (HyperKernels.c): out[t, i, :] = sum_j res[t, i, j] x[t, j, :]
@@ -64,17 +73,17 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
  * r[t] = 1 / sqrt(mean(out[t]^2) + eps); with x 0 (the stream's start,
  * residual.hyper_expand) out[t, i, :] = u[t, :]. x [tokens, n, d]; u [tokens, d];
  * post [tokens, n] and res [tokens, n, n] (token strides 0 when static);
- * w [K, k]; out [tokens, n, d], p [tokens, k] and r [tokens] dense
- * (offsets only). Pointers are aligned bases, offsets and strides in
+ * W's blocks as above; out [tokens, n, d], p [tokens, k] and r [tokens]
+ * dense (offsets only). Pointers are aligned bases, offsets and strides in
  * elements. The call of rewire-hyper-to-kernel. */
-void rewire_hyper_write_project(int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD,
-                                int64_t u, int64_t uOff, int64_t usT, int64_t usD,
-                                int64_t post, int64_t poOff, int64_t posT, int64_t posN,
-                                int64_t res, int64_t reOff, int64_t resT, int64_t resI,
-                                int64_t resJ, int64_t w, int64_t wOff, int64_t wsK, int64_t wsJ,
-                                int64_t out, int64_t outOff, int64_t p, int64_t pOff,
-                                int64_t r, int64_t rOff, int64_t tokens, int64_t n, int64_t d,
-                                int64_t k, float eps, int64_t threads);
+void rewire_hyper_write_project(
+    int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
+    int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
+    int64_t res, int64_t reOff, int64_t resT, int64_t resI, int64_t resJ, int64_t w0,
+    int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
+    int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
+    int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads);
 
 /* The same on a chosen path (the tests run both on any CPU): avx512 1, the
  * AVX-512 projection (only where the CPU has it); 0, the rows, then
@@ -82,8 +91,10 @@ void rewire_hyper_write_project(int64_t x, int64_t xOff, int64_t xsT, int64_t xs
 __attribute__((visibility("hidden"))) void rewire_hyper_write_project_on(
     int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
     int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
-    int64_t res, int64_t reOff, int64_t resT, int64_t resI, int64_t resJ, int64_t w, int64_t wOff,
-    int64_t wsK, int64_t wsJ, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
+    int64_t res, int64_t reOff, int64_t resT, int64_t resI, int64_t resJ, int64_t w0,
+    int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
+    int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
+    int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
     int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads,
     int avx512);
 

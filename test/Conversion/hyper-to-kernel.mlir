@@ -87,9 +87,10 @@ func.func @one_token(%g: tensor<4x8xf32>, %x: tensor<4x8xf32>, %u: tensor<8xf32>
 // -----
 
 // An mHC site's three projection reverses (one stream, equal rms scales
-// computed apart) become one call on dz, p and W concatenated (4 + 4 + 16
-// columns); the first two dX only entered the running sum, which now skips
-// them; dW is split back.
+// computed apart) become one call on dz and p concatenated (4 + 4 + 16
+// columns) and W in its three parts (no concatenated copy); the first two
+// dX only entered the running sum, which now skips them; dW comes back in
+// the same parts, each its own buffer.
 // CHECK-LABEL: func.func @site
 func.func @site(%x: tensor<2x3x4x8xf32>, %acc: tensor<2x3x4x8xf32>, %ms: tensor<2x3x1xf32>,
                 %dz1: tensor<2x3x4xf32>, %p1: tensor<2x3x4xf32>, %w1: tensor<32x4xf32>,
@@ -98,17 +99,22 @@ func.func @site(%x: tensor<2x3x4x8xf32>, %acc: tensor<2x3x4x8xf32>, %ms: tensor<
     -> (tensor<2x3x4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32>, tensor<32x16xf32>) {
   // CHECK-DAG: %[[DZ:.*]] = nn.concat %arg9, %arg6, %arg3 {axis = 2 : i64} : (tensor<2x3x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x24xf32>
   // CHECK-DAG: nn.concat %arg10, %arg7, %arg4 {axis = 2 : i64}
-  // CHECK-DAG: nn.concat %arg11, %arg8, %arg5 {axis = 1 : i64} : (tensor<32x16xf32>, tensor<32x4xf32>, tensor<32x4xf32>) -> tensor<32x24xf32>
+  // CHECK-DAG: %[[W3:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<32x16xf32, strided<[?, ?], offset: ?>>
+  // CHECK-DAG: %[[W2:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<32x4xf32, strided<[?, ?], offset: ?>>
   // CHECK-DAG: %[[DX:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x8xf32>
-  // CHECK-DAG: %[[DW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x24xf32>
-  // CHECK: call @rewire_hyper_project_grad({{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c24{{.*}}, %c2{{.*}})
+  // CHECK-DAG: %[[DW3:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x16xf32>
+  // CHECK-DAG: %[[DW2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x4xf32>
+  // CHECK-DAG: %[[DW1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x4xf32>
+  // CHECK: call @rewire_hyper_project_grad({{.*}}, %[[W3]], %{{.*}}, %{{.*}}, %{{.*}}, %c16, %[[W2]], %{{.*}}, %{{.*}}, %{{.*}}, %c4, %{{.*}}, %c4, {{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c24{{.*}}, %c2{{.*}})
   // CHECK: %[[DXT:.*]] = bufferization.to_tensor %[[DX]] restrict writable
   // CHECK: %[[DXE:.*]] = tensor.expand_shape %[[DXT]]
-  // CHECK: %[[DWT:.*]] = bufferization.to_tensor %[[DW]] restrict writable
-  // CHECK: %[[S:.*]]:3 = nn.split %[[DWT]] {axis = 1 : i64, sizes = array<i64: 16, 4, 4>}
+  // CHECK: %[[G3:.*]] = bufferization.to_tensor %[[DW3]] restrict writable
+  // CHECK: %[[G2:.*]] = bufferization.to_tensor %[[DW2]] restrict writable
+  // CHECK: %[[G1:.*]] = bufferization.to_tensor %[[DW1]] restrict writable
   // CHECK: %[[SUM:.*]] = nn.add %arg1, %[[DXE]]
-  // CHECK: return %[[SUM]], %[[S]]#2, %[[S]]#1, %[[S]]#0
+  // CHECK: return %[[SUM]], %[[G1]], %[[G2]], %[[G3]]
   // CHECK-NOT: residual.hyper_project_grad
+  // CHECK-NOT: nn.split
   %r1 = nn.sqrt %ms : tensor<2x3x1xf32>
   %dx3, %dw3 = residual.hyper_project_grad %dz3, %p3, %r1, %x, %w3
       : tensor<2x3x16xf32>, tensor<2x3x16xf32>, tensor<2x3x1xf32>, tensor<2x3x4x8xf32>, tensor<32x16xf32>
@@ -125,7 +131,9 @@ func.func @site(%x: tensor<2x3x4x8xf32>, %acc: tensor<2x3x4x8xf32>, %ms: tensor<
   %s3 = nn.add %s2, %dx1 : (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
   return %s3, %dw1, %dw2, %dw3 : tensor<2x3x4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32>, tensor<32x16xf32>
 }
-// CHECK: func.func private @rewire_hyper_project_grad(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+// The W and dW concatenations are gone.
+// CHECK-NOT: nn.concat %arg11
+// CHECK: func.func private @rewire_hyper_project_grad(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
 
 // -----
 
@@ -150,25 +158,28 @@ func.func @apart(%x: tensor<6x2x8xf32>, %r1: tensor<6x1xf32>, %r2: tensor<6x1xf3
 
 // An mHC write and the coefficient sets of the stream it writes (4 + 4 +
 // 16 columns, in their order; a set with another eps stays an op): one
-// call returns the stream, p and the rms scale r; each set is its map of
-// (its columns of p) r.
+// call, taking the sets' weights as W's three parts, returns the stream, p
+// and the rms scale r; each set is its map of (its columns of p) r.
 // CHECK-LABEL: func.func @write_project
 func.func @write_project(%x: tensor<2x3x4x8xf32>, %u: tensor<2x3x8xf32>, %post: tensor<2x3x4xf32>,
                          %res: tensor<2x3x4x4xf32>, %a: tensor<f32>, %w1: tensor<32x4xf32>,
                          %b1: tensor<4xf32>, %w2: tensor<32x4xf32>, %w3: tensor<32x16xf32>,
                          %b3: tensor<4x4xf32>)
     -> (tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4xf32>) {
-  // CHECK-DAG: %[[W:.*]] = nn.concat %arg5, %arg7, %arg8 {axis = 1 : i64} : (tensor<32x4xf32>, tensor<32x4xf32>, tensor<32x16xf32>) -> tensor<32x24xf32>
+  // CHECK-NOT: nn.concat
+  // CHECK-DAG: %[[W1:.*]] = bufferization.to_buffer %arg5 read_only
+  // CHECK-DAG: %[[W2:.*]] = bufferization.to_buffer %arg7 read_only
+  // CHECK-DAG: %[[W3:.*]] = bufferization.to_buffer %arg8 read_only
   // CHECK-DAG: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x8xf32>
   // CHECK-DAG: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x24xf32>
   // CHECK-DAG: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x1xf32>
   // CHECK-DAG: %[[EPS:.*]] = arith.constant 9.99999997E-7 : f32
-  // CHECK: call @rewire_hyper_write_project({{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c24{{.*}}, %[[EPS]], %c2{{.*}})
+  // CHECK: call @rewire_hyper_write_project({{.*}}, %c4, {{.*}}, %c4, {{.*}}, %c16, {{.*}}, %c6{{.*}}, %c4{{.*}}, %c8{{.*}}, %c24{{.*}}, %[[EPS]], %c2{{.*}})
   // CHECK: %[[PS:.*]]:3 = nn.split %{{.*}} {axis = 2 : i64, sizes = array<i64: 4, 4, 16>}
   // CHECK: nn.sigmoid
   // CHECK: nn.sinkhorn
   // CHECK: residual.hyper_coeffs sigmoid {{.*}} eps 1.000000e-05
-  // CHECK: func.func private @rewire_hyper_write_project(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index)
+  // CHECK: func.func private @rewire_hyper_write_project(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index)
   // CHECK-NOT: residual.hyper_write
   %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : tensor<2x3x4x8xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
   %c1 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>

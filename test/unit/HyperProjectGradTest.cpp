@@ -7,11 +7,13 @@
 // counts that are not a multiple of the kernel's token block, K not a
 // multiple of its column chunk (the scalar tail), padded token rows,
 // a stream with gaps between its rows (the strided path), a transposed W
-// view, 1 and 2 threads (bit for bit the same). Tolerance: fp32 round-off
-// of the sum of |terms| (2e-6 of it).
+// view, W and dW in 2 or 3 column blocks (an mHC site's three maps' weights,
+// each its own buffer), 1 and 2 threads (bit for bit the same). Tolerance:
+// fp32 round-off of the sum of |terms| (2e-6 of it).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/HyperKernels.h"
+#include "test/unit/WeightBlocks.h"
 
 #include <cmath>
 #include <cstdint>
@@ -27,11 +29,13 @@ struct Case {
   int64_t rowPad;    ///< Floats after each token's block of the stream.
   int64_t streamGap; ///< Floats between a token's stream rows (0: contiguous).
   bool wTransposed;  ///< W read through a [k, K] buffer (strides 1, K).
+  std::vector<int64_t> widths = {}; ///< W's column blocks (empty: one).
 };
 
 struct Inputs {
-  std::vector<float> dz, p, r, x, w;
-  int64_t xsT, xsN, wsK, wsJ;
+  std::vector<float> dz, p, r, x;
+  std::vector<rewire::test::WeightBlocks> w; ///< One.
+  int64_t xsT, xsN;
 };
 
 Inputs make(const Case &c, std::mt19937 &rng) {
@@ -52,38 +56,50 @@ Inputs make(const Case &c, std::mt19937 &rng) {
   in.xsN = c.d + c.streamGap;
   in.xsT = c.n * in.xsN + c.rowPad;
   fill(in.x, c.tokens * in.xsT + 1);
-  fill(in.w, K * c.k);
-  in.wsK = c.wTransposed ? 1 : c.k;
-  in.wsJ = c.wTransposed ? K : 1;
+  in.w.emplace_back(K, c.k, c.widths, c.wTransposed, rng);
   return in;
 }
 
+/// dW's blocks, each dense [K, width] at offset 2.
 void run(const Case &c, const Inputs &in, int threads, std::vector<float> &dx,
-         std::vector<float> &dw) {
+         std::vector<std::vector<float>> &dw) {
   int64_t K = c.n * c.d;
+  const rewire::test::WeightBlocks &W = in.w.front();
   dx.assign(c.tokens * K + 2, NAN);
-  dw.assign(K * c.k + 2, NAN);
+  dw.clear();
+  int64_t w[15], g[6] = {};
+  W.args(w);
+  for (size_t q = 0; q < W.widths.size(); ++q) {
+    dw.emplace_back(K * W.widths[q] + 2, NAN);
+    g[2 * q] = (int64_t)(intptr_t)dw.back().data();
+    g[2 * q + 1] = 2;
+  }
   auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
   rewire_hyper_project_grad(ptr(in.dz), 0, c.k, 1, ptr(in.p), 0, c.k, 1, ptr(in.r), 0, 1,
-                            ptr(in.x), 1, in.xsT, in.xsN, 1, ptr(in.w), 0, in.wsK, in.wsJ,
-                            ptr(dx), 2, ptr(dw), 2, c.tokens, c.n, c.d, c.k, threads);
+                            ptr(in.x), 1, in.xsT, in.xsN, 1, w[0], w[1], w[2], w[3], w[4], w[5],
+                            w[6], w[7], w[8], w[9], w[10], w[11], w[12], w[13], w[14], ptr(dx),
+                            2, g[0], g[1], g[2], g[3], g[4], g[5], c.tokens, c.n, c.d, c.k,
+                            threads);
 }
 
 void check(const Case &c) {
   std::mt19937 rng(1234 + c.tokens * 7 + c.k);
   Inputs in = make(c, rng);
   int64_t K = c.n * c.d;
-  std::vector<float> dx1, dw1, dx2, dw2;
+  std::vector<float> dx1, dx2;
+  std::vector<std::vector<float>> dw1, dw2;
   run(c, in, 1, dx1, dw1);
   run(c, in, 2, dx2, dw2);
   ASSERT_EQ(0, std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)))
       << "dX differs between 1 and 2 threads";
-  ASSERT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)))
-      << "dW differs between 1 and 2 threads";
+  for (size_t q = 0; q < dw1.size(); ++q)
+    ASSERT_EQ(0, std::memcmp(dw1[q].data(), dw2[q].data(), dw1[q].size() * sizeof(float)))
+        << "dW's block " << q << " differs between 1 and 2 threads";
+  const rewire::test::WeightBlocks &blocks = in.w.front();
   auto X = [&](int64_t t, int64_t col) {
     return (double)in.x[1 + t * in.xsT + (col / c.d) * in.xsN + col % c.d];
   };
-  auto W = [&](int64_t col, int64_t j) { return (double)in.w[col * in.wsK + j * in.wsJ]; };
+  auto W = [&](int64_t col, int64_t j) { return blocks.at(col, j); };
   for (int64_t t = 0; t < c.tokens; ++t) {
     double r = in.r[t], dot = 0;
     for (int64_t j = 0; j < c.k; ++j)
@@ -108,11 +124,14 @@ void check(const Case &c) {
         want += term;
         mag += std::fabs(term);
       }
-      ASSERT_NEAR(dw1[2 + col * c.k + j], want, 2e-6 * mag + 1e-30)
+      size_t q = blocks.block(j);
+      ASSERT_NEAR(dw1[q][2 + col * blocks.widths[q] + j - blocks.first[q]], want,
+                  2e-6 * mag + 1e-30)
           << "dW[" << col << ", " << j << "]";
     }
-  EXPECT_TRUE(std::isnan(dx1[0]) && std::isnan(dx1[1]) && std::isnan(dw1[0]))
-      << "wrote before its offset";
+  EXPECT_TRUE(std::isnan(dx1[0]) && std::isnan(dx1[1])) << "wrote dX before its offset";
+  for (const std::vector<float> &block : dw1)
+    EXPECT_TRUE(std::isnan(block[0]) && std::isnan(block[1])) << "wrote dW before its offset";
 }
 
 TEST(HyperProjectGrad, GptShape) { check({512, 4, 768, 24, 0, 0, false}); }
@@ -121,6 +140,9 @@ TEST(HyperProjectGrad, PaddedRowsTransposedW) { check({20, 4, 64, 24, 5, 0, true
 TEST(HyperProjectGrad, GapsBetweenStreams) { check({9, 2, 40, 8, 3, 2, false}); }
 TEST(HyperProjectGrad, OneToken) { check({1, 1, 16, 1, 0, 0, false}); }
 TEST(HyperProjectGrad, ManyCoefficients) { check({17, 8, 96, 80, 0, 0, false}); }
+TEST(HyperProjectGrad, ThreeBlocksGptShape) { check({512, 4, 768, 24, 0, 0, false, {4, 4, 16}}); }
+TEST(HyperProjectGrad, TwoBlocksTransposedTails) { check({37, 3, 50, 15, 2, 0, true, {9, 6}}); }
+TEST(HyperProjectGrad, BlocksThroughGaps) { check({9, 2, 40, 8, 3, 2, false, {1, 3, 4}}); }
 
 } // namespace
 
@@ -131,7 +153,8 @@ TEST(HyperProjectGrad, NoTokens) {
   std::vector<float> w(8 * 3, 1.0f), dw(8 * 3, NAN), none(1, 0.0f);
   auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
   rewire_hyper_project_grad(ptr(none), 0, 3, 1, ptr(none), 0, 3, 1, ptr(none), 0, 1, ptr(none), 0,
-                            8, 4, 1, ptr(w), 0, 3, 1, ptr(none), 0, ptr(dw), 0, 0, 2, 4, 3, 2);
+                            8, 4, 1, ptr(w), 0, 3, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ptr(none),
+                            0, ptr(dw), 0, 0, 0, 0, 0, 0, 2, 4, 3, 2);
   for (float v : dw)
     EXPECT_EQ(v, 0.0f);
 }

@@ -7,7 +7,8 @@
 // shape (512 tokens, n 4, d 768, k 24), token counts that are not a multiple
 // of the kernel's token group, K not a multiple of a vector and k not of
 // its column block (the tails), static post and res (token stride 0),
-// padded and gapped stream rows (the strided write), a transposed W, one
+// padded and gapped stream rows (the strided write), a transposed W, W in
+// 2 or 3 column blocks (an mHC site's three maps' weights), one
 // coefficient; both paths (the AVX-512 projection where the CPU has it, and
 // the rows followed by rewire_sgemm); the stream's start (no stream to mix:
 // n copies of u); 1 and 2 threads bit for bit the same.
@@ -17,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/HyperKernels.h"
+#include "test/unit/WeightBlocks.h"
 
 #include <cmath>
 #include <cstdint>
@@ -33,11 +35,13 @@ struct Case {
   int64_t streamGap; ///< Floats between a token's stream rows (0: contiguous).
   bool wTransposed;  ///< W read through a [k, K] buffer (strides 1, K).
   bool staticMix;    ///< post [n] and res [n, n] shared by every token.
+  std::vector<int64_t> widths = {}; ///< W's column blocks (empty: one).
 };
 
 struct Inputs {
-  std::vector<float> x, u, post, res, w;
-  int64_t xsT, xsN, posT, resT, wsK, wsJ;
+  std::vector<float> x, u, post, res;
+  std::vector<rewire::test::WeightBlocks> w; ///< One.
+  int64_t xsT, xsN, posT, resT;
 };
 
 Inputs make(const Case &c, std::mt19937 &rng) {
@@ -57,9 +61,7 @@ Inputs make(const Case &c, std::mt19937 &rng) {
   in.resT = c.staticMix ? 0 : c.n * c.n;
   fill(in.post, c.staticMix ? c.n : c.tokens * c.n);
   fill(in.res, c.staticMix ? c.n * c.n : c.tokens * c.n * c.n);
-  fill(in.w, K * c.k);
-  in.wsK = c.wTransposed ? 1 : c.k;
-  in.wsJ = c.wTransposed ? K : 1;
+  in.w.emplace_back(K, c.k, c.widths, c.wTransposed, rng);
   return in;
 }
 
@@ -74,10 +76,13 @@ Outputs run(const Case &c, const Inputs &in, int threads, int avx512) {
   o.p.assign(c.tokens * c.k + 4, NAN);
   o.r.assign(c.tokens + 4, NAN);
   auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
+  int64_t w[15];
+  in.w.front().args(w);
   rewire_hyper_write_project_on(ptr(in.x), 1, in.xsT, in.xsN, 1, ptr(in.u), 0, c.d, 1,
                                 ptr(in.post), 0, in.posT, 1, ptr(in.res), 0, in.resT, c.n, 1,
-                                ptr(in.w), 0, in.wsK, in.wsJ, ptr(o.out), 2, ptr(o.p), 2,
-                                ptr(o.r), 2, c.tokens, c.n, c.d, c.k, 1e-6f, threads, avx512);
+                                w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10],
+                                w[11], w[12], w[13], w[14], ptr(o.out), 2, ptr(o.p), 2, ptr(o.r),
+                                2, c.tokens, c.n, c.d, c.k, 1e-6f, threads, avx512);
   return o;
 }
 
@@ -121,7 +126,7 @@ void check(const Case &c, int avx512) {
     for (int64_t j = 0; j < c.k; ++j) {
       double want = 0, mag = 0;
       for (int64_t q = 0; q < K; ++q) {
-        double term = (double)one.out[2 + t * K + q] * in.w[q * in.wsK + j * in.wsJ];
+        double term = (double)one.out[2 + t * K + q] * in.w.front().at(q, j);
         want += term;
         mag += std::fabs(term);
       }
@@ -141,6 +146,8 @@ const Case kCases[] = {
     {9, 2, 40, 8, 3, 2, false, true},      // gaps between streams, static mix
     {1, 1, 16, 1, 0, 0, false, false},     // one token, one coefficient
     {17, 8, 96, 80, 0, 0, false, false},   // many streams and coefficients
+    {512, 4, 768, 24, 0, 0, false, false, {4, 4, 16}}, // the GPT's 3 maps, 3 blocks
+    {37, 3, 50, 15, 0, 0, true, false, {9, 6}},         // 2 transposed blocks, tails
 };
 
 class HyperWriteProject : public testing::TestWithParam<int> {};
@@ -151,6 +158,8 @@ TEST_P(HyperWriteProject, PaddedRowsTransposedW) { check(kCases[2], GetParam());
 TEST_P(HyperWriteProject, GapsStaticMix) { check(kCases[3], GetParam()); }
 TEST_P(HyperWriteProject, OneTokenOneCoefficient) { check(kCases[4], GetParam()); }
 TEST_P(HyperWriteProject, ManyStreamsAndCoefficients) { check(kCases[5], GetParam()); }
+TEST_P(HyperWriteProject, ThreeBlocksGptShape) { check(kCases[6], GetParam()); }
+TEST_P(HyperWriteProject, TwoBlocksTransposedTails) { check(kCases[7], GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Paths, HyperWriteProject, testing::Values(1, 0),
                          [](const testing::TestParamInfo<int> &info) {
@@ -173,8 +182,8 @@ TEST(HyperWriteProjectEdges, StreamStart) {
       continue;
     std::vector<float> out(tokens * K), p(tokens * k), r(tokens);
     rewire_hyper_write_project_on(0, 0, 0, 0, 0, ptr(u), 0, d, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ptr(w),
-                                  0, k, 1, ptr(out), 0, ptr(p), 0, ptr(r), 0, tokens, n, d, k, 1e-6f,
-                                  2, avx512);
+                                  0, k, 1, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ptr(out), 0, ptr(p),
+                                  0, ptr(r), 0, tokens, n, d, k, 1e-6f, 2, avx512);
     for (int64_t t = 0; t < tokens; ++t) {
       double ss = 0;
       for (int64_t c = 0; c < d; ++c)
@@ -201,8 +210,8 @@ TEST(HyperWriteProjectEdges, NoTokens) {
   std::vector<float> w(8 * 3, 1.0f), none(4, NAN);
   auto ptr = [](const std::vector<float> &v) { return (int64_t)(intptr_t)v.data(); };
   rewire_hyper_write_project(ptr(none), 0, 8, 4, 1, ptr(none), 0, 4, 1, ptr(none), 0, 2, 1,
-                             ptr(none), 0, 4, 2, 1, ptr(w), 0, 3, 1, ptr(none), 0, ptr(none), 0,
-                             ptr(none), 0, 0, 2, 4, 3, 1e-6f, 2);
+                             ptr(none), 0, 4, 2, 1, ptr(w), 0, 3, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                             0, ptr(none), 0, ptr(none), 0, ptr(none), 0, 0, 2, 4, 3, 1e-6f, 2);
   for (float v : none)
     EXPECT_TRUE(std::isnan(v));
 }

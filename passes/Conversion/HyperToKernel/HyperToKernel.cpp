@@ -19,10 +19,14 @@
 // (all 0), and g the dense output [tokens, n, d].
 // That of `rewire_hyper_project_grad`:
 //   (dz, dzOffset, dzStrides[2], p, pOffset, pStrides[2], r, rOffset,
-//    rTokenStride, x, xOffset, xStrides[3], w, wOffset, wStrides[2], dx,
-//    dxOffset, dw, dwOffset, tokens, n, d, k, threads)
-// with dz and p [tokens, k], r [tokens, 1], x [tokens, n, d], w [n d, k];
-// dx [tokens, n, d] and dw [n d, k] are fresh dense buffers.
+//    rTokenStride, x, xOffset, xStrides[3], W's 3 parts, dx, dxOffset,
+//    3 x (dw, dwOffset), tokens, n, d, k, threads)
+// with dz and p [tokens, k], r [tokens, 1], x [tokens, n, d]; W [n d, k]
+// passes as up to 3 column blocks side by side, each (w, wOffset,
+// wStrides[2], columns), the unused ones all 0 (an mHC site's three maps'
+// weights are separate parameters: no concatenated copy each step); dx
+// [tokens, n, d] and each part's dw [n d, columns] are fresh dense buffers
+// (the gradients the optimizer reads contiguously).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/LinalgBuilders.h"
@@ -139,6 +143,33 @@ void passPerToken(OpBuilder &b, Location loc, Value t, int64_t rest, int64_t lea
     return;
   }
   passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, t, rest)), args);
+}
+
+/// How many column blocks the kernels take for an mHC site's weight W.
+constexpr int64_t kWeightParts = 3;
+
+/// The column blocks of a [K, k] weight: the operands of the concatenation
+/// that made it along its columns (at most kWeightParts of them), or itself.
+SmallVector<Value> weightParts(Value w) {
+  auto cat = w.getDefiningOp<nn::ConcatOp>();
+  int64_t rank = cast<RankedTensorType>(w.getType()).getRank();
+  if (!cat || (cat.getAxis() + rank) % rank != rank - 1 ||
+      static_cast<int64_t>(cat->getNumOperands()) > kWeightParts)
+    return {w};
+  return SmallVector<Value>(cat->getOperands());
+}
+
+/// Appends W's parts (each its buffer, two strides and its column count;
+/// the unused ones 0) to `args`.
+void passWeightParts(OpBuilder &b, Location loc, ArrayRef<Value> parts,
+                     SmallVectorImpl<Value> &args) {
+  for (Value part : parts) {
+    passBuffer(b, loc, readOnlyBuffer(b, loc, part), args);
+    args.push_back(arith::ConstantIndexOp::create(
+        b, loc, cast<RankedTensorType>(part.getType()).getDimSize(1)));
+  }
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  args.append(5 * (kWeightParts - static_cast<int64_t>(parts.size())), zero);
 }
 
 /// The stream's adjoint as the autodiff engine sums it after the next
@@ -440,14 +471,36 @@ void rewrite(residual::HyperProjectGradOp op, func::FuncOp callee, int64_t threa
   passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, op.getP(), 1)), args);
   passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, op.getR(), 1)), args, 1);
   passBuffer(b, loc, readOnlyBuffer(b, loc, asTokens(b, loc, op.getX(), 2)), args);
-  passBuffer(b, loc, readOnlyBuffer(b, loc, op.getW()), args);
+  // W in its parts where dW is split back into the same parts (mergeSites'
+  // nn.split): each part's gradient is then its own buffer.
+  SmallVector<Value> parts = weightParts(op.getW());
+  nn::SplitOp split;
+  if (parts.size() > 1 && op.getDW().hasOneUse())
+    split = dyn_cast<nn::SplitOp>(*op.getDW().getUsers().begin());
+  auto sameParts = [&] {
+    return (split.getAxis() + 2) % 2 == 1 && split->getNumResults() == parts.size() &&
+           llvm::all_of(llvm::zip(split->getResults(), parts), [](auto pair) {
+             return std::get<0>(pair).getType() == std::get<1>(pair).getType();
+           });
+  };
+  if (!split || !sameParts()) {
+    parts.assign({op.getW()});
+    split = nullptr;
+  }
+  passWeightParts(b, loc, parts, args);
   Type elt = xt.getElementType();
-  Value dx = memref::AllocOp::create(b, loc, MemRefType::get(tokenShape(xt, 2), elt),
-                                     b.getI64IntegerAttr(64));
-  Value dw = memref::AllocOp::create(b, loc, MemRefType::get(wt.getShape(), elt),
-                                     b.getI64IntegerAttr(64));
+  auto alloc = [&](ArrayRef<int64_t> shape) -> Value {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, elt), b.getI64IntegerAttr(64));
+  };
+  Value dx = alloc(tokenShape(xt, 2));
   passBuffer(b, loc, dx, args, 0);
-  passBuffer(b, loc, dw, args, 0);
+  SmallVector<Value> dw;
+  for (Value part : parts) {
+    dw.push_back(alloc(cast<RankedTensorType>(part.getType()).getShape()));
+    passBuffer(b, loc, dw.back(), args, 0);
+  }
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  args.append(2 * (kWeightParts - static_cast<int64_t>(parts.size())), zero);
   for (int64_t v : {tokenShape(xt, 2)[0], n, d, wt.getDimSize(1), threads})
     args.push_back(arith::ConstantIndexOp::create(b, loc, v));
   func::CallOp::create(b, loc, callee, args);
@@ -455,8 +508,16 @@ void rewrite(residual::HyperProjectGradOp op, func::FuncOp callee, int64_t threa
   Value dxTensor = bufferization::ToTensorOp::create(b, loc, flat, dx, /*restrict=*/true,
                                                      /*writable=*/true);
   op.getDX().replaceAllUsesWith(fromTokens(b, loc, dxTensor, xt, 2));
-  op.getDW().replaceAllUsesWith(bufferization::ToTensorOp::create(
-      b, loc, wt, dw, /*restrict=*/true, /*writable=*/true));
+  SmallVector<Value> grads;
+  for (auto [part, buffer] : llvm::zip(parts, dw))
+    grads.push_back(bufferization::ToTensorOp::create(b, loc, part.getType(), buffer,
+                                                      /*restrict=*/true, /*writable=*/true));
+  if (split) {
+    split->replaceAllUsesWith(grads);
+    split->erase();
+  } else {
+    op.getDW().replaceAllUsesWith(grads.front());
+  }
   op.erase();
 }
 
@@ -533,7 +594,7 @@ LogicalResult fuseWriteProjection(Operation *write, ArrayRef<residual::HyperCoef
                args);
     args.append(4 + 5, none);
   }
-  passBuffer(b, loc, readOnlyBuffer(b, loc, w), args);
+  passWeightParts(b, loc, weightParts(w), args);
   int64_t tokens = tokenShape(xt, 2)[0];
   SmallVector<Value> buffers;
   SmallVector<SmallVector<int64_t>> shapes{tokenShape(xt, 2), {tokens, k}, {tokens, 1}};
@@ -678,9 +739,9 @@ void HyperToKernelPass::runOnOperation() {
     if (sites.empty())
       continue;
     if (!writeProject) {
-      // x: 5 values; u, post: 4; res: 5; w: 4; out, p, r: 2 each; 4 sizes,
-      // eps (f32), threads.
-      SmallVector<Type> args(5 + 4 + 4 + 5 + 4 + 2 * 3 + 4, indexType);
+      // x: 5 values; u, post: 4; res: 5; W's parts: 5 each; out, p, r: 2
+      // each; 4 sizes, eps (f32), threads.
+      SmallVector<Type> args(5 + 4 + 4 + 5 + 5 * kWeightParts + 2 * 3 + 4, indexType);
       args.push_back(Float32Type::get(module.getContext()));
       args.push_back(indexType);
       writeProject = declareRuntimeFunction(module, kWriteProject, args);
@@ -715,11 +776,15 @@ void HyperToKernelPass::runOnOperation() {
     module.walk([](func::FuncOp fn) { eraseDeadOps(fn); });
   }
   if (!projections.empty()) {
-    // dz, p: 4 values each; r: 3; x: 5; w: 4; dx, dw: 2 each; 5 sizes.
-    SmallVector<Type> args(4 + 4 + 3 + 5 + 4 + 2 + 2 + 5, indexType);
+    // dz, p: 4 values each; r: 3; x: 5; W's parts: 5 each; dx: 2; dW's
+    // parts: 2 each; 5 sizes.
+    SmallVector<Type> args(4 + 4 + 3 + 5 + 5 * kWeightParts + 2 + 2 * kWeightParts + 5,
+                           indexType);
     func::FuncOp callee = declareRuntimeFunction(module, kProjectGrad, args);
     for (residual::HyperProjectGradOp op : projections)
       rewrite(op, callee, threads);
+    // The concatenated weights the kernels took in parts.
+    module.walk([](func::FuncOp fn) { eraseDeadOps(fn); });
   }
 }
 
