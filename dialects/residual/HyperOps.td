@@ -213,9 +213,10 @@ def Residual_HyperProjectGradOp : Residual_Op<"hyper_project_grad", [Pure]> {
     Written by the reverse rule of `residual.hyper_coeffs`
     (lib/Autodiff/ResidualRules.cpp) with static shapes. On the CPU,
     `rewire-hyper-to-kernel` merges the ops of one site (the three
-    coefficient sets read the same stream: their `dz`, `p` and `W`
-    concatenated, one `dX`) and calls the runtime's kernel, which reads the
-    stream once for both products (runtime/HyperKernels.c); elsewhere
+    coefficient sets read the same stream: their `dz` and `p` concatenated,
+    `W` and `dW` passed as the sets' own buffers, one `dX`) and calls the
+    runtime's kernel, which reads the stream once for both products
+    (runtime/HyperKernels.c); elsewhere
     `residual-decompose` expands it into the nn ops that are its definition
     (`residual::hyperProjectGradSums`).
 

@@ -502,12 +502,19 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     `rewire_hyper_project_grad`, which reads the stream once for `dX` and
     `dW` where the two products and the sum read it three times.
 
+    Both kernels take `W` as up to three column blocks, each its own buffer
+    (pointer, offset, strides, columns; unused blocks 0): a `W` that is an
+    `nn.concat` of at most three weights along its columns passes as those
+    weights, so no concatenation is copied each step; where the merged
+    reverse's `dW` is only split back into the same blocks, each block's
+    gradient is its own dense buffer, which replaces the `nn.split` (the
+    optimizer then reads each gradient contiguously).
+
     ```mlir
     %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : ...
     %pre = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : ...
     // becomes
-    %w = nn.concat %w1, ... {axis = 1 : i64} : ... -> tensor<256x24xf32>
-    call @rewire_hyper_write_project(%xp, ..., %c32, %c4, %c64, %c24, %eps, %threads) : (index, ..., f32, index) -> ()
+    call @rewire_hyper_write_project(%xp, ..., %w1p, %w1off, %c4, %c1, %c4, %w2p, ..., %c32, %c4, %c64, %c24, %eps, %threads) : (index, ..., f32, index) -> ()
     %pre = nn.sigmoid ...  // of alpha (p[:, 0:4] r) + b
 
     %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1 : ...
