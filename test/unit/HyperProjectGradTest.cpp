@@ -9,7 +9,9 @@
 // a stream with gaps between its rows (the strided path), a transposed W
 // view, W and dW in 2 or 3 column blocks (an mHC site's three maps' weights,
 // each its own buffer), 1 and 2 threads (bit for bit the same). Tolerance:
-// fp32 round-off of the sum of |terms| (2e-6 of it).
+// fp32 round-off of the sum of |terms| (2e-6 of it). Blocks whose columns
+// do not add up to k end the call with a message (this kernel's and
+// rewire_hyper_write_project's).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/HyperKernels.h"
@@ -20,6 +22,7 @@
 #include <cstring>
 #include <gtest/gtest.h>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -157,6 +160,48 @@ TEST(HyperProjectGrad, NoTokens) {
                             0, ptr(dw), 0, 0, 0, 0, 0, 0, 2, 4, 3, 2);
   for (float v : dw)
     EXPECT_EQ(v, 0.0f);
+}
+
+} // namespace
+
+extern "C" int rewire_artifact_call(void (*entry)(void **), void **buffers, char *message,
+                                    int64_t capacity);
+
+namespace {
+
+// W's blocks must make its k columns: a call whose blocks add up to fewer
+// (or more) ends with the kernel's message (the artifact's error path),
+// before anything is written.
+void projectBadBlocks(void **buffers) {
+  auto ptr = [&](int i) { return (int64_t)(intptr_t)buffers[i]; };
+  // k = 8 but the blocks hold 4 + 3 columns.
+  rewire_hyper_project_grad(ptr(0), 0, 8, 1, ptr(0), 0, 8, 1, ptr(0), 0, 1, ptr(1), 0, 32, 16, 1,
+                            ptr(2), 0, 4, 1, 4, ptr(2), 0, 3, 1, 3, 0, 0, 0, 0, 0, ptr(3), 0,
+                            ptr(4), 0, ptr(4), 0, 0, 0, 4, 2, 16, 8, 2);
+}
+
+void writeProjectBadBlocks(void **buffers) {
+  auto ptr = [&](int i) { return (int64_t)(intptr_t)buffers[i]; };
+  // k = 4 but the blocks hold 4 + 2 columns.
+  rewire_hyper_write_project(0, 0, 0, 0, 0, ptr(1), 0, 16, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ptr(2),
+                             0, 4, 1, 4, ptr(2), 0, 2, 1, 2, 0, 0, 0, 0, 0, ptr(3), 0, ptr(4), 0,
+                             ptr(4), 0, 4, 2, 16, 4, 1e-6f, 2);
+}
+
+TEST(HyperKernelBlocks, BlocksThatDoNotMakeKEndTheCall) {
+  std::vector<float> small(64, 1.0f), stream(4 * 32, 1.0f), w(32 * 8, 1.0f), out(4 * 32, NAN),
+      grads(32 * 8, NAN);
+  void *buffers[] = {small.data(), stream.data(), w.data(), out.data(), grads.data()};
+  char message[256] = {};
+  EXPECT_EQ(1, rewire_artifact_call(projectBadBlocks, buffers, message, sizeof(message)));
+  EXPECT_NE(std::string(message).find("do not make its k columns"), std::string::npos) << message;
+  for (float v : out)
+    EXPECT_TRUE(std::isnan(v));
+  message[0] = 0;
+  EXPECT_EQ(1, rewire_artifact_call(writeProjectBadBlocks, buffers, message, sizeof(message)));
+  EXPECT_NE(std::string(message).find("do not make its k columns"), std::string::npos) << message;
+  for (float v : out)
+    EXPECT_TRUE(std::isnan(v));
 }
 
 } // namespace
