@@ -462,15 +462,6 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     computation and take the kernel's values; ops left unused are erased,
     so later fusions never combine them with live work.
 
-    The same call also takes the next branch's read of the written stream:
-    the first `residual.hyper_read` of it whose per-token weights are one of
-    those sets' sigmoid maps (an mHC site's `pre`, with a one-element
-    `alpha` and an `[n]` bias available at the write). The kernel computes
-    `pre = sigmoid(alpha (p r) + b)` of that set's columns and `h = sum_i
-    pre_i X'_i` from each token's rows while they are in L2 (the read was a
-    pass that read the stream back); the map and the read are erased, and
-    `pre`'s other readers (the read's reverse) take the kernel's `pre`.
-
     Replaces every `residual.hyper_write_grad` on static f32 tensors (the
     sums of a hyper stream write's reverse that read the stream's adjoint:
     `du`, `dpost`, `dres`) by a call to `rewire_hyper_write_grad`
@@ -522,11 +513,9 @@ def HyperToKernel : Pass<"rewire-hyper-to-kernel", "::mlir::ModuleOp"> {
     ```mlir
     %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : ...
     %pre = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : ...
-    %h = residual.hyper_read %y, %pre stream 0 layer 1 : ...
     // becomes
-    call @rewire_hyper_write_project(%xp, ..., %w1p, %w1off, %c4, %c1, %c4, %w2p, ..., %c0, %ap, %aoff, %bp, %boff, %bs, %prep, %preoff, %hp, %hoff, %c32, %c4, %c64, %c24, %eps, %threads) : (index, ..., f32, index) -> ()
-    %pre = bufferization.to_tensor %pre_buf restrict writable : ...  // the kernel's
-    %h = bufferization.to_tensor %h_buf restrict writable : ...
+    call @rewire_hyper_write_project(%xp, ..., %w1p, %w1off, %c4, %c1, %c4, %w2p, ..., %c32, %c4, %c64, %c24, %eps, %threads) : (index, ..., f32, index) -> ()
+    %pre = nn.sigmoid ...  // of alpha (p[:, 0:4] r) + b
 
     %du, %dpost, %dres = residual.hyper_write_grad %g, %X, %u, %post stream 0 layer 1 : ...
     // becomes
