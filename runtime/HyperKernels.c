@@ -544,12 +544,6 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
  * team. CPUs without AVX-512 write the rows the same way and take the
  * product from rewire_sgemm (their best narrow GEMM). Without x the stream
  * starts (residual.hyper_expand): X'[t, i, :] = u[t, :].
- *
- * With readCol >= 0 it also takes the read of the next branch's input from
- * the written stream (residual.hyper_read of the site's sigmoid pre map):
- * pre[t, i] = sigmoid(alpha (p[t, readCol + i] r[t]) + b[i]) and h[t, :] =
- * sum_i pre[t, i] X'[t, i, :], from the token's rows while they are in L2,
- * instead of a pass that reads the stream back.
  *===----------------------------------------------------------------------===*/
 
 void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64_t a,
@@ -643,29 +637,6 @@ projectGroup(const float *const row[kGroup], int64_t rows, const float *restrict
   }
 }
 
-/* The branch input a site reads from the stream it just wrote (the mHC
- * read with its sigmoid map, residual.hyper_read of residual.hyper_coeffs):
- * pre[i] = sigmoid(alpha (z[i] r) + b[i]) from the token's projection z (its
- * n pre columns), then h = sum_i pre[i] out[i, :] over the token's rows,
- * which are in L1/L2 just after the write. */
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
-readToken(const float *restrict out, const float *z, float r, float alpha, const float *bias,
-          int64_t bs, int64_t n, int64_t d, float *restrict pre, float *restrict h) {
-  for (int64_t i = 0; i < n; ++i)
-    pre[i] = 1.0f / (1.0f + expf(-(alpha * (z[i] * r) + bias[i * bs])));
-  float p0 = pre[0];
-#pragma omp simd
-  for (int64_t c = 0; c < d; ++c)
-    h[c] = p0 * out[c];
-  for (int64_t i = 1; i < n; ++i) {
-    const float *row = out + i * d;
-    float pi = pre[i];
-#pragma omp simd
-    for (int64_t c = 0; c < d; ++c)
-      h[c] += pi * row[c];
-  }
-}
-
 void rewire_hyper_write_project_on(
     int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
     int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
@@ -673,9 +644,8 @@ void rewire_hyper_write_project_on(
     int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
     int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
     int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
-    int64_t rOff, int64_t readCol, int64_t alpha, int64_t alphaOff, int64_t bias, int64_t biasOff,
-    int64_t biasS, int64_t pre, int64_t preOff, int64_t h, int64_t hOff, int64_t tokens, int64_t n,
-    int64_t d, int64_t k, float eps, int64_t threads, int avx512) {
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads,
+    int avx512) {
   if (tokens <= 0 || n <= 0 || d <= 0)
     return;
   if (n > INT64_MAX / d || k < 0 || (k > 0 && n * d > INT64_MAX / k) ||
@@ -692,14 +662,6 @@ void rewire_hyper_write_project_on(
                                          {w2, w2Off, w2sK, w2sJ, w2Cols}};
   WeightPart parts[kWeightParts];
   weightParts(parts, desc, k, "hyper_write_project: the weight's parts do not make its k columns");
-  /* The fused read (readCol >= 0): its n columns of p, its map's alpha and
-   * bias, and its outputs pre [tokens, n] and h [tokens, d], dense. */
-  if (readCol >= 0 && (readCol > k - n || !alpha || !bias || !pre || !h))
-    rewire_kernel_failed("hyper_write_project: the fused read's columns or buffers are missing");
-  const float RA = readCol >= 0 ? ((const float *)(intptr_t)alpha)[alphaOff] : 0.0f,
-              *RB = readCol >= 0 ? (const float *)(intptr_t)bias + biasOff : NULL;
-  float *RPRE = readCol >= 0 ? (float *)(intptr_t)pre + preOff : NULL,
-        *RH = readCol >= 0 ? (float *)(intptr_t)h + hOff : NULL;
   float *OUT = (float *)(intptr_t)out + outOff, *P = (float *)(intptr_t)p + pOff,
         *R = (float *)(intptr_t)r + rOff;
   int team = threads > 0 ? (int)threads : omp_get_max_threads();
@@ -733,12 +695,6 @@ void rewire_hyper_write_project_on(
             s += OUT[t * K + c] * wp->w[c * wp->sK + j * wp->sJ];
           P[t * k + wp->first + j] = s;
         }
-    }
-    if (readCol >= 0) {
-#pragma omp parallel for schedule(static) num_threads(team)
-      for (int64_t t = 0; t < tokens; ++t)
-        readToken(OUT + t * K, P + t * k + readCol, R[t], RA, RB, biasS, n, d, RPRE + t * n,
-                  RH + t * d);
     }
     return;
   }
@@ -777,12 +733,6 @@ void rewire_hyper_write_project_on(
                 64;
       projectGroup(row, rows, wt, ldw, K, k, P + t0 * k,
                    contiguous ? (const char *)(X + next * xsT) : NULL, lines);
-      if (readCol >= 0)
-        for (int64_t g = 0; g < rows; ++g) {
-          int64_t t = t0 + g;
-          readToken(OUT + t * K, P + t * k + readCol, R[t], RA, RB, biasS, n, d, RPRE + t * n,
-                    RH + t * d);
-        }
     }
   }
   _mlir_memref_to_llvm_free(wt);
@@ -795,14 +745,11 @@ void rewire_hyper_write_project(
     int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
     int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
     int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
-    int64_t rOff, int64_t readCol, int64_t alpha, int64_t alphaOff, int64_t bias, int64_t biasOff,
-    int64_t biasS, int64_t pre, int64_t preOff, int64_t h, int64_t hOff, int64_t tokens, int64_t n,
-    int64_t d, int64_t k, float eps, int64_t threads) {
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads) {
   __builtin_cpu_init();
   rewire_hyper_write_project_on(x, xOff, xsT, xsN, xsD, u, uOff, usT, usD, post, poOff, posT,
                                 posN, res, reOff, resT, resI, resJ, w0, w0Off, w0sK, w0sJ,
                                 w0Cols, w1, w1Off, w1sK, w1sJ, w1Cols, w2, w2Off, w2sK, w2sJ,
-                                w2Cols, out, outOff, p, pOff, r, rOff, readCol, alpha, alphaOff,
-                                bias, biasOff, biasS, pre, preOff, h, hOff, tokens, n, d, k, eps,
+                                w2Cols, out, outOff, p, pOff, r, rOff, tokens, n, d, k, eps,
                                 threads, __builtin_cpu_supports("avx512f"));
 }

@@ -74,13 +74,8 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
  * residual.hyper_expand) out[t, i, :] = u[t, :]. x [tokens, n, d]; u [tokens, d];
  * post [tokens, n] and res [tokens, n, n] (token strides 0 when static);
  * W's blocks as above; out [tokens, n, d], p [tokens, k] and r [tokens]
- * dense (offsets only). With readCol >= 0, also the next branch's input
- * read from out with the site's sigmoid pre map: pre[t, i] = sigmoid(alpha
- * (p[t, readCol + i] r[t]) + bias[i]) (alpha a scalar, bias [n] with stride
- * biasS) and h[t, :] = sum_i pre[t, i] out[t, i, :], pre [tokens, n] and h
- * [tokens, d] dense; with readCol -1 those pointers are unused (0).
- * Pointers are aligned bases, offsets and strides in elements. The call of
- * rewire-hyper-to-kernel. */
+ * dense (offsets only). Pointers are aligned bases, offsets and strides in
+ * elements. The call of rewire-hyper-to-kernel. */
 void rewire_hyper_write_project(
     int64_t x, int64_t xOff, int64_t xsT, int64_t xsN, int64_t xsD, int64_t u, int64_t uOff,
     int64_t usT, int64_t usD, int64_t post, int64_t poOff, int64_t posT, int64_t posN,
@@ -88,9 +83,7 @@ void rewire_hyper_write_project(
     int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
     int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
     int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
-    int64_t rOff, int64_t readCol, int64_t alpha, int64_t alphaOff, int64_t bias, int64_t biasOff,
-    int64_t biasS, int64_t pre, int64_t preOff, int64_t h, int64_t hOff, int64_t tokens, int64_t n,
-    int64_t d, int64_t k, float eps, int64_t threads);
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads);
 
 /* The same on a chosen path (the tests run both on any CPU): avx512 1, the
  * AVX-512 projection (only where the CPU has it); 0, the rows, then
@@ -102,9 +95,8 @@ __attribute__((visibility("hidden"))) void rewire_hyper_write_project_on(
     int64_t w0Off, int64_t w0sK, int64_t w0sJ, int64_t w0Cols, int64_t w1, int64_t w1Off,
     int64_t w1sK, int64_t w1sJ, int64_t w1Cols, int64_t w2, int64_t w2Off, int64_t w2sK,
     int64_t w2sJ, int64_t w2Cols, int64_t out, int64_t outOff, int64_t p, int64_t pOff, int64_t r,
-    int64_t rOff, int64_t readCol, int64_t alpha, int64_t alphaOff, int64_t bias, int64_t biasOff,
-    int64_t biasS, int64_t pre, int64_t preOff, int64_t h, int64_t hOff, int64_t tokens, int64_t n,
-    int64_t d, int64_t k, float eps, int64_t threads, int avx512);
+    int64_t rOff, int64_t tokens, int64_t n, int64_t d, int64_t k, float eps, int64_t threads,
+    int avx512);
 
 #ifdef __cplusplus
 }

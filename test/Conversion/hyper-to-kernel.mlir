@@ -179,7 +179,7 @@ func.func @write_project(%x: tensor<2x3x4x8xf32>, %u: tensor<2x3x8xf32>, %post: 
   // CHECK: nn.sigmoid
   // CHECK: nn.sinkhorn
   // CHECK: residual.hyper_coeffs sigmoid {{.*}} eps 1.000000e-05
-  // CHECK: func.func private @rewire_hyper_write_project(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index)
+  // CHECK: func.func private @rewire_hyper_write_project(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index)
   // CHECK-NOT: residual.hyper_write
   %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : tensor<2x3x4x8xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
   %c1 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
@@ -317,58 +317,4 @@ func.func @write_grad_sum_other(%h: tensor<5x2x8xf32>, %res: tensor<5x2x2xf32>, 
       : tensor<5x2x8xf32>, tensor<5x2x8xf32>, tensor<5x8xf32>, tensor<5x2xf32>
       -> tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
   return %du, %dpost, %dres, %du2, %dpost2, %dres2 : tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>, tensor<5x8xf32>, tensor<5x2xf32>, tensor<5x2x2xf32>
-}
-
-// -----
-
-// The next branch's read of the written stream, weighted by the site's
-// sigmoid pre map: the write's call takes it too (the read's first column
-// of p, 0; alpha; the bias; pre and h, fresh buffers). The map and the read
-// are gone; the read's other reader of pre (here returned) takes the
-// kernel's pre.
-// CHECK-LABEL: func.func @write_project_read
-func.func @write_project_read(%x: tensor<2x3x4x16xf32>, %u: tensor<2x3x16xf32>, %post: tensor<2x3x4xf32>,
-                              %res: tensor<2x3x4x4xf32>, %a: tensor<f32>, %w1: tensor<64x4xf32>,
-                              %b1: tensor<4xf32>, %w2: tensor<64x4xf32>)
-    -> (tensor<2x3x4x16xf32>, tensor<2x3x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
-  // CHECK-DAG: %[[A:.*]] = bufferization.to_buffer %arg4 read_only
-  // CHECK-DAG: %[[AP:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
-  // CHECK-DAG: %[[B:.*]] = bufferization.to_buffer %arg6 read_only
-  // CHECK-DAG: %[[BP:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
-  // CHECK-DAG: %[[PRE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4xf32>
-  // CHECK-DAG: %[[H:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x16xf32>
-  // CHECK-DAG: %[[PREP:.*]] = memref.extract_aligned_pointer_as_index %[[PRE]]
-  // CHECK-DAG: %[[HP:.*]] = memref.extract_aligned_pointer_as_index %[[H]]
-  // CHECK: call @rewire_hyper_write_project({{.*}}, %c0{{.*}}, %[[AP]], %{{.*}}, %[[BP]], %{{.*}}, %{{.*}}, %[[PREP]], %{{.*}}, %[[HP]], %{{.*}}, %c6{{.*}}, %c4{{.*}}, %c16{{.*}}, %c8{{.*}}, %{{.*}}, %c2{{.*}})
-  // CHECK: %[[PRET:.*]] = bufferization.to_tensor %[[PRE]] restrict writable
-  // CHECK: %[[PREE:.*]] = tensor.expand_shape %[[PRET]]
-  // CHECK: %[[HT:.*]] = bufferization.to_tensor %[[H]] restrict writable
-  // CHECK: %[[HE:.*]] = tensor.expand_shape %[[HT]]
-  // CHECK: nn.sigmoid
-  // CHECK: return %{{.*}}, %[[HE]], %[[PREE]], %{{.*}}
-  // CHECK-NOT: residual.hyper_read
-  // CHECK-NOT: residual.hyper_coeffs
-  %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : tensor<2x3x4x16xf32>, tensor<2x3x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
-  %c1 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : tensor<2x3x4x16xf32>, tensor<f32>, tensor<64x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
-  %c2 = residual.hyper_coeffs sigmoid %y, %a, %w2, %b1 stream 0 layer 1 : tensor<2x3x4x16xf32>, tensor<f32>, tensor<64x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
-  %h = residual.hyper_read %y, %c1 stream 0 layer 1 : tensor<2x3x4x16xf32>, tensor<2x3x4xf32> -> tensor<2x3x16xf32>
-  return %y, %h, %c1, %c2 : tensor<2x3x4x16xf32>, tensor<2x3x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
-}
-
-// -----
-
-// A read whose weights are not one of the projected maps (a static pre)
-// stays an op; the call has no read (column -1).
-// CHECK-LABEL: func.func @write_project_static_read
-func.func @write_project_static_read(%x: tensor<2x3x4x8xf32>, %u: tensor<2x3x8xf32>, %post: tensor<2x3x4xf32>,
-                                     %res: tensor<2x3x4x4xf32>, %a: tensor<f32>, %w1: tensor<32x4xf32>,
-                                     %b1: tensor<4xf32>, %pre: tensor<4xf32>)
-    -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>) {
-  // CHECK: %[[M1:.*]] = arith.constant -1 : index
-  // CHECK: call @rewire_hyper_write_project({{.*}}, %[[M1]], {{.*}})
-  // CHECK: residual.hyper_read
-  %y = residual.hyper_write %x, %u, %post, %res stream 0 layer 0 : tensor<2x3x4x8xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x4xf32>
-  %c1 = residual.hyper_coeffs sigmoid %y, %a, %w1, %b1 stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<f32>, tensor<32x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
-  %h = residual.hyper_read %y, %pre stream 0 layer 1 : tensor<2x3x4x8xf32>, tensor<4xf32> -> tensor<2x3x8xf32>
-  return %h, %c1 : tensor<2x3x8xf32>, tensor<2x3x4xf32>
 }

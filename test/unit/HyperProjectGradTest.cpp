@@ -185,7 +185,7 @@ void writeProjectBadBlocks(void **buffers) {
   // k = 4 but the blocks hold 4 + 2 columns.
   rewire_hyper_write_project(0, 0, 0, 0, 0, ptr(1), 0, 16, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ptr(2),
                              0, 4, 1, 4, ptr(2), 0, 2, 1, 2, 0, 0, 0, 0, 0, ptr(3), 0, ptr(4), 0,
-                             ptr(4), 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 16, 4, 1e-6f, 2);
+                             ptr(4), 0, 4, 2, 16, 4, 1e-6f, 2);
 }
 
 TEST(HyperKernelBlocks, BlocksThatDoNotMakeKEndTheCall) {

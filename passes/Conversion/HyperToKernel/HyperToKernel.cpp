@@ -153,7 +153,7 @@ constexpr int64_t kWeightParts = 3;
 SmallVector<Value> weightParts(Value w) {
   auto cat = w.getDefiningOp<nn::ConcatOp>();
   int64_t rank = cast<RankedTensorType>(w.getType()).getRank();
-  if (!cat || (static_cast<int64_t>(cat.getAxis()) + rank) % rank != rank - 1 ||
+  if (!cat || (cat.getAxis() + rank) % rank != rank - 1 ||
       static_cast<int64_t>(cat->getNumOperands()) > kWeightParts)
     return {w};
   return SmallVector<Value>(cat->getOperands());
@@ -478,7 +478,7 @@ void rewrite(residual::HyperProjectGradOp op, func::FuncOp callee, int64_t threa
   if (parts.size() > 1 && op.getDW().hasOneUse())
     split = dyn_cast<nn::SplitOp>(*op.getDW().getUsers().begin());
   auto sameParts = [&] {
-    return (static_cast<int64_t>(split.getAxis()) + 2) % 2 == 1 && split->getNumResults() == parts.size() &&
+    return (split.getAxis() + 2) % 2 == 1 && split->getNumResults() == parts.size() &&
            llvm::all_of(llvm::zip(split->getResults(), parts), [](auto pair) {
              return std::get<0>(pair).getType() == std::get<1>(pair).getType();
            });
@@ -548,37 +548,6 @@ SmallVector<residual::HyperCoeffsOp> fusableCoeffs(Operation *write, DominanceIn
   return coeffs;
 }
 
-/// The read of the next branch's input that the write's kernel takes with
-/// its projection: a residual.hyper_read of the written stream whose
-/// per-token weights are the result of one of `coeffs`' sigmoid maps (an
-/// mHC site's pre), with a one-element alpha and an [n] bias defined before
-/// the write; the first such read in the block, and the map's index.
-std::optional<std::pair<residual::HyperReadOp, size_t>>
-fusableRead(Operation *write, ArrayRef<residual::HyperCoeffsOp> coeffs, DominanceInfo &dom) {
-  auto xt = cast<RankedTensorType>(write->getResult(0).getType());
-  int64_t n = xt.getDimSize(xt.getRank() - 2);
-  std::optional<std::pair<residual::HyperReadOp, size_t>> found;
-  for (Operation *user : write->getUsers()) {
-    auto read = dyn_cast<residual::HyperReadOp>(user);
-    if (!read || read.getX() != write->getResult(0) || read->getBlock() != write->getBlock() ||
-        !supported(read))
-      continue;
-    for (size_t i = 0; i < coeffs.size(); ++i) {
-      residual::HyperCoeffsOp c = coeffs[i];
-      auto alpha = cast<RankedTensorType>(c.getAlpha().getType());
-      auto bias = cast<RankedTensorType>(c.getBias().getType());
-      if (read.getPre() != c.getResult() || c.getMap() != residual::HyperMap::sigmoid ||
-          alpha.getNumElements() != 1 || bias.getShape() != ArrayRef<int64_t>{n} ||
-          cast<RankedTensorType>(c.getType()).getRank() != xt.getRank() - 1 ||
-          !dom.properlyDominates(c.getAlpha(), write) || !dom.properlyDominates(c.getBias(), write))
-        continue;
-      if (!found || read->isBeforeInBlock(found->first))
-        found = std::make_pair(read, i);
-    }
-  }
-  return found;
-}
-
 /// `write` and the projections of `coeffs` as one call of
 /// rewire_hyper_write_project: the stream, p = rows . [W...] and the rows'
 /// rms scale r come from the kernel; each coefficient set becomes its map
@@ -588,7 +557,7 @@ fusableRead(Operation *write, ArrayRef<residual::HyperCoeffsOp> coeffs, Dominanc
 /// reverses (hyper_project_grad) start from -- become the kernel's values,
 /// and a reverse that takes the sets in the kernel's order takes its W.
 LogicalResult fuseWriteProjection(Operation *write, ArrayRef<residual::HyperCoeffsOp> coeffs,
-                                  func::FuncOp callee, int64_t threads, DominanceInfo &dom) {
+                                  func::FuncOp callee, int64_t threads) {
   OpBuilder b(write);
   Location loc = write->getLoc();
   Value result = write->getResult(0);
@@ -633,29 +602,6 @@ LogicalResult fuseWriteProjection(Operation *write, ArrayRef<residual::HyperCoef
     buffers.push_back(memref::AllocOp::create(b, loc, MemRefType::get(shape, elt),
                                               b.getI64IntegerAttr(64)));
     passBuffer(b, loc, buffers.back(), args, 0);
-  }
-  // The next branch's read with its pre map, where the kernel can take it:
-  // its first column of p, alpha, bias (pointer, offset, stride), and the
-  // outputs pre [tokens, n] and h [tokens, d].
-  std::optional<std::pair<residual::HyperReadOp, size_t>> read = fusableRead(write, coeffs, dom);
-  Value preBuffer, hBuffer;
-  if (read) {
-    residual::HyperCoeffsOp c = coeffs[read->second];
-    int64_t column = 0;
-    for (size_t i = 0; i < read->second; ++i)
-      column += widths[i];
-    args.push_back(arith::ConstantIndexOp::create(b, loc, column));
-    passBuffer(b, loc, readOnlyBuffer(b, loc, c.getAlpha()), args, 0);
-    passBuffer(b, loc, readOnlyBuffer(b, loc, c.getBias()), args);
-    preBuffer = memref::AllocOp::create(b, loc, MemRefType::get({tokens, n}, elt),
-                                        b.getI64IntegerAttr(64));
-    hBuffer = memref::AllocOp::create(b, loc, MemRefType::get({tokens, d}, elt),
-                                      b.getI64IntegerAttr(64));
-    passBuffer(b, loc, preBuffer, args, 0);
-    passBuffer(b, loc, hBuffer, args, 0);
-  } else {
-    args.push_back(arith::ConstantIndexOp::create(b, loc, -1));
-    args.append(9, arith::ConstantIndexOp::create(b, loc, 0));
   }
   for (int64_t v : {tokens, n, d, k})
     args.push_back(arith::ConstantIndexOp::create(b, loc, v));
@@ -737,23 +683,9 @@ LogicalResult fuseWriteProjection(Operation *write, ArrayRef<residual::HyperCoef
         div.getResult().replaceAllUsesWith(r);
     }
   });
-  // The read and its pre map are the kernel's: pre's other readers (the
-  // read's reverse) take the kernel's pre.
-  if (read) {
-    residual::HyperCoeffsOp c = coeffs[read->second];
-    c.getResult().replaceAllUsesWith(
-        wrap(preBuffer, cast<RankedTensorType>(c.getResult().getType()), 1));
-    read->first.getResult().replaceAllUsesWith(
-        wrap(hBuffer, cast<RankedTensorType>(read->first.getResult().getType()), 1));
-    read->first->erase();
-  }
   write->erase();
   for (auto [i, z] : llvm::enumerate(columns)) {
     residual::HyperCoeffsOp c = coeffs[i];
-    if (read && i == read->second) {
-      c.erase();
-      continue;
-    }
     ImplicitLocOpBuilder cb(c.getLoc(), c);
     FailureOr<Value> map = residual::hyperCoeffsMap(cb, c, nn::MulOp::create(cb, z, r),
                                                     c.getAlpha(), c.getBias());
@@ -808,15 +740,14 @@ void HyperToKernelPass::runOnOperation() {
       continue;
     if (!writeProject) {
       // x: 5 values; u, post: 4; res: 5; W's parts: 5 each; out, p, r: 2
-      // each; the read: its column, alpha 2, bias 3, pre and h 2 each; 4
-      // sizes, eps (f32), threads.
-      SmallVector<Type> args(5 + 4 + 4 + 5 + 5 * kWeightParts + 2 * 3 + 10 + 4, indexType);
+      // each; 4 sizes, eps (f32), threads.
+      SmallVector<Type> args(5 + 4 + 4 + 5 + 5 * kWeightParts + 2 * 3 + 4, indexType);
       args.push_back(Float32Type::get(module.getContext()));
       args.push_back(indexType);
       writeProject = declareRuntimeFunction(module, kWriteProject, args);
     }
     for (auto &[write, coeffs] : sites)
-      if (failed(fuseWriteProjection(write, coeffs, writeProject, threads, dom)))
+      if (failed(fuseWriteProjection(write, coeffs, writeProject, threads)))
         return signalPassFailure();
     eraseDeadOps(fn);
   }
