@@ -153,7 +153,7 @@ constexpr int64_t kWeightParts = 3;
 SmallVector<Value> weightParts(Value w) {
   auto cat = w.getDefiningOp<nn::ConcatOp>();
   int64_t rank = cast<RankedTensorType>(w.getType()).getRank();
-  if (!cat || (cat.getAxis() + rank) % rank != rank - 1 ||
+  if (!cat || (static_cast<int64_t>(cat.getAxis()) + rank) % rank != rank - 1 ||
       static_cast<int64_t>(cat->getNumOperands()) > kWeightParts)
     return {w};
   return SmallVector<Value>(cat->getOperands());
@@ -478,7 +478,8 @@ void rewrite(residual::HyperProjectGradOp op, func::FuncOp callee, int64_t threa
   if (parts.size() > 1 && op.getDW().hasOneUse())
     split = dyn_cast<nn::SplitOp>(*op.getDW().getUsers().begin());
   auto sameParts = [&] {
-    return (split.getAxis() + 2) % 2 == 1 && split->getNumResults() == parts.size() &&
+    return (static_cast<int64_t>(split.getAxis()) + 2) % 2 == 1 &&
+           split->getNumResults() == parts.size() &&
            llvm::all_of(llvm::zip(split->getResults(), parts), [](auto pair) {
              return std::get<0>(pair).getType() == std::get<1>(pair).getType();
            });
