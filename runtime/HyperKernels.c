@@ -444,11 +444,13 @@ void rewire_hyper_project_grad(int64_t dz, int64_t dzOff, int64_t dzsT, int64_t 
                                          {w2, w2Off, w2sK, w2sJ, w2Cols}};
   WeightPart parts[kWeightParts];
   weightParts(parts, desc, k, "hyper_project_grad: the weight's parts do not make its k columns");
-  float *DW[kWeightParts] = {(float *)(intptr_t)dw0 + dw0Off, (float *)(intptr_t)dw1 + dw1Off,
-                             (float *)(intptr_t)dw2 + dw2Off};
-  for (int q = 0; q < kWeightParts; ++q)
-    if (parts[q].cols && !DW[q])
+  const int64_t grads[kWeightParts][2] = {{dw0, dw0Off}, {dw1, dw1Off}, {dw2, dw2Off}};
+  float *DW[kWeightParts];
+  for (int q = 0; q < kWeightParts; ++q) {
+    if (parts[q].cols && !grads[q][0])
       rewire_kernel_failed("hyper_project_grad: a weight part has no gradient buffer");
+    DW[q] = parts[q].cols ? (float *)(intptr_t)grads[q][0] + grads[q][1] : NULL;
+  }
   if (tokens <= 0) { /* no tokens: dW is an empty sum */
     for (int q = 0; q < kWeightParts; ++q)
       if (parts[q].cols)
