@@ -77,18 +77,22 @@ static void weightParts(WeightPart parts[kWeightParts], const int64_t desc[kWeig
     rewire_kernel_failed(who);
 }
 
-/* W[c, j] and dW's element (c, j) through the parts. */
-static float weightAt(const WeightPart parts[kWeightParts], int64_t c, int64_t j) {
+/* The part holding W's column j (< k). */
+static int partOf(const WeightPart parts[kWeightParts], int64_t j) {
   int q = 0;
   while (j >= parts[q].first + parts[q].cols)
     ++q;
-  return parts[q].w[c * parts[q].sK + (j - parts[q].first) * parts[q].sJ];
+  return q;
+}
+
+/* W[c, j] and dW's element (c, j) through the parts. */
+static float weightAt(const WeightPart parts[kWeightParts], int64_t c, int64_t j) {
+  const WeightPart *p = &parts[partOf(parts, j)];
+  return p->w[c * p->sK + (j - p->first) * p->sJ];
 }
 static float *gradAt(const WeightPart parts[kWeightParts], float *const dw[kWeightParts],
                      int64_t c, int64_t j) {
-  int q = 0;
-  while (j >= parts[q].first + parts[q].cols)
-    ++q;
+  int q = partOf(parts, j);
   return dw[q] + c * parts[q].cols + (j - parts[q].first);
 }
 
