@@ -19,8 +19,9 @@
 
 #include <cstring>
 #include <dlfcn.h>
-#include <unistd.h>
 #include <map>
+#include <sched.h>
+#include <unistd.h>
 
 namespace rewire::runtime {
 
@@ -102,7 +103,32 @@ static bool foreignOpenMP() {
 /// after each region instead (setBlocktime). DEEPBIND also means the
 /// artifact's malloc is libc's even where a host preloads another
 /// allocator; artifacts free what they allocate.
+/// The calling thread's CPU affinity, put back on scope exit where the
+/// libraries loaded meanwhile changed it. An artifact's oneDNN brings GNU
+/// libgomp, whose constructor binds the loading thread to its first place
+/// when OMP_PROC_BIND or OMP_PLACES is set; libomp, which runs the
+/// artifact's parallel regions and oneDNN's, starts later on that thread,
+/// takes its one CPU for the machine and put every thread of the team on
+/// it: a train step at half speed on 2 cores (test/Runtime/proc-bind.test).
+/// With the mask restored libomp binds the team as the variables ask.
+class KeepAffinity {
+public:
+  KeepAffinity() { saved = ::sched_getaffinity(0, sizeof(mask), &mask) == 0; }
+  ~KeepAffinity() {
+    cpu_set_t now;
+    if (saved && ::sched_getaffinity(0, sizeof(now), &now) == 0 && !CPU_EQUAL(&now, &mask))
+      ::sched_setaffinity(0, sizeof(mask), &mask);
+  }
+  KeepAffinity(const KeepAffinity &) = delete;
+  KeepAffinity &operator=(const KeepAffinity &) = delete;
+
+private:
+  cpu_set_t mask;
+  bool saved;
+};
+
 static void *openArtifact(const std::string &path, void **openmp, bool *twoPools) {
+  KeepAffinity keep;
   *openmp = nullptr;
   *twoPools = false;
   int flags = RTLD_NOW | RTLD_LOCAL;

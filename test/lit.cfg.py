@@ -72,6 +72,9 @@ config.substitutions.append(("%cuda_gpu_answer", "yes" if gpu.available else "no
 if os.path.exists(os.path.join(config.cuda_root, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
 config.substitutions.append(("%ptxas", os.path.join(config.cuda_root, "bin", "ptxas")))
+# Tests of how OpenMP threads are bound need two CPUs to bind them apart.
+if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2:
+    config.available_features.add("two-cpus")
 # Data-parallel tests: rewire-train built with MPI, and mpirun (the bootstrap
 # installs Open MPI). Open MPI refuses root without these.
 if getattr(config, "rewire_have_mpi", False) and shutil.which("mpirun"):
