@@ -88,29 +88,15 @@ static bool foreignOpenMP() {
   return std::string(info.dli_fname).find("libomp") == std::string::npos;
 }
 
-/// dlopen of the artifact at `path`. With another OpenMP runtime global
-/// (foreignOpenMP) and oneDNN not yet in the process, the artifact and the
-/// libraries loaded with it look up symbols in their own scope first
-/// (RTLD_DEEPBIND), so oneDNN's GOMP_* calls reach the artifact's libomp:
-/// one pool (PyPI's torch, whose oneDNN is its own: 873 -> ~520 ms for the
-/// GPT-2 stack). libomp itself is opened first the usual way, from where
-/// artifacts find it (their rpath, REWIRE_LLVM_LIB_DIR; `*openmp`, kept
-/// open by the model): under DEEPBIND its `environ` would bind to
-/// libc's own copy, which a host's executable does not update, and libomp
-/// crashed reading its settings from it. Where oneDNN is already loaded
-/// (Debian's torch links libdnnl) it stays bound to the host's runtime;
-/// `*twoPools` is then set and the caller makes the loops' threads sleep
-/// after each region instead (setBlocktime). DEEPBIND also means the
-/// artifact's malloc is libc's even where a host preloads another
-/// allocator; artifacts free what they allocate.
 /// The calling thread's CPU affinity, put back on scope exit where the
 /// libraries loaded meanwhile changed it. An artifact's oneDNN brings GNU
 /// libgomp, whose constructor binds the loading thread to its first place
 /// when OMP_PROC_BIND or OMP_PLACES is set; libomp, which runs the
-/// artifact's parallel regions and oneDNN's, starts later on that thread,
-/// takes its one CPU for the machine and put every thread of the team on
-/// it: a train step at half speed on 2 cores (test/Runtime/proc-bind.test).
+/// artifact's parallel regions and oneDNN's, started later on that thread,
+/// took its one CPU for the machine and put every thread of the team on it:
+/// a train step at half speed on 2 cores (test/Runtime/proc-bind.test).
 /// With the mask restored libomp binds the team as the variables ask.
+namespace {
 class KeepAffinity {
 public:
   KeepAffinity() { saved = ::sched_getaffinity(0, sizeof(mask), &mask) == 0; }
@@ -126,7 +112,23 @@ private:
   cpu_set_t mask;
   bool saved;
 };
+} // namespace
 
+/// dlopen of the artifact at `path`. With another OpenMP runtime global
+/// (foreignOpenMP) and oneDNN not yet in the process, the artifact and the
+/// libraries loaded with it look up symbols in their own scope first
+/// (RTLD_DEEPBIND), so oneDNN's GOMP_* calls reach the artifact's libomp:
+/// one pool (PyPI's torch, whose oneDNN is its own: 873 -> ~520 ms for the
+/// GPT-2 stack). libomp itself is opened first the usual way, from where
+/// artifacts find it (their rpath, REWIRE_LLVM_LIB_DIR; `*openmp`, kept
+/// open by the model): under DEEPBIND its `environ` would bind to
+/// libc's own copy, which a host's executable does not update, and libomp
+/// crashed reading its settings from it. Where oneDNN is already loaded
+/// (Debian's torch links libdnnl) it stays bound to the host's runtime;
+/// `*twoPools` is then set and the caller makes the loops' threads sleep
+/// after each region instead (setBlocktime). DEEPBIND also means the
+/// artifact's malloc is libc's even where a host preloads another
+/// allocator; artifacts free what they allocate.
 static void *openArtifact(const std::string &path, void **openmp, bool *twoPools) {
   KeepAffinity keep;
   *openmp = nullptr;
