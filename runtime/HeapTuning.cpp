@@ -2,7 +2,8 @@
 //
 // A compiled model allocates its intermediate tensors with malloc and frees
 // them before it returns. Kernels.c keeps up to 256 freed temporaries per
-// thread for the next call, but a train step frees thousands, and the
+// thread for the next call (the largest, above the mmap threshold below,
+// first), but a train step frees thousands, and the
 // runtime's own buffers (batches, outputs) pass through malloc too. With
 // glibc's defaults every call then maps and
 // unmaps (or grows and trims) megabytes of memory, and the first touch of
