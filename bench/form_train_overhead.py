@@ -20,11 +20,12 @@ form at once, one step of each in turn: a round's paired figure is then the
 median over its steps of a form's step time over the plain step taken next
 to it, which a shared VM's slow spells (seconds long, within a round) move
 far less than rounds in separate processes minutes apart. Checked against
-separate processes at 2 layers (the same figures); at GPT-2-small's size
-(12 layers, vocabulary 50257) it is biased: the plain model's step ran ~12%
-faster in a process that also held the mHC trainer than alone or beside a
-second plain one (docs/performance.md, 2026-12-07), so use separate
-processes there.
+separate processes at 2 layers (the same figures). At GPT-2-small's size
+(12 layers, vocabulary 50257) it was biased before the runtime's
+temporaries' cache kept large blocks (docs/performance.md, 2026-12-07): the
+plain step faulted in its 154 MB gradient every step alone and not beside
+the mHC trainer, and ran ~12% faster there. Not re-checked since: at that
+size compare with separate processes.
 
     python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
                                         [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
