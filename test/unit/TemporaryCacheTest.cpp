@@ -26,7 +26,7 @@ void _mlir_memref_to_llvm_free(void *ptr);
 namespace {
 
 constexpr int kSlots = 256;          // runtime/Kernels.c's kCacheSlots
-constexpr size_t kSmall = 4160;      // a small temporary
+constexpr size_t kSmall = 4160;      // a small temporary (mark() needs 4096 bytes)
 constexpr size_t kLarge = 64u << 20; // above glibc's largest mmap threshold (32 MiB)
 
 /// Fills `p`'s first and last pages with a pattern of `tag`.
@@ -82,11 +82,7 @@ int countKept(int n, size_t size, uint8_t tag) {
 TEST(TemporaryCache, FullCacheKeepsALargeBlockInPlaceOfASmallOne) {
   onFreshThread([] {
     // Every slot filled with small blocks.
-    std::vector<void *> small;
-    for (int i = 0; i < kSlots; ++i)
-      small.push_back(_mlir_memref_to_llvm_alloc(kSmall));
-    for (void *p : small)
-      _mlir_memref_to_llvm_free(p);
+    freeAll(allocMarked(kSlots, kSmall, 0x11));
 
     void *big = _mlir_memref_to_llvm_alloc(kLarge);
     ASSERT_NE(big, nullptr);
@@ -107,9 +103,7 @@ TEST(TemporaryCache, SmallBlockDoesNotEvictLargerOnes) {
     // A cache of large blocks...
     constexpr size_t kMid = 40u << 20;
     std::vector<void *> blocks = allocMarked(40, kMid, 0x77); // 1.6 GiB: within the 2 GiB
-    std::vector<void *> small;
-    for (int i = 0; i < kSlots; ++i)
-      small.push_back(_mlir_memref_to_llvm_alloc(kSmall));
+    std::vector<void *> small = allocMarked(kSlots, kSmall, 0x11);
     freeAll(blocks);
     // ...then more small blocks than free slots: they take free slots or go
     // to free(), never a larger block's place.
