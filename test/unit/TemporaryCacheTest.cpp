@@ -1,7 +1,7 @@
 //===- TemporaryCacheTest.cpp - The temporaries' cache keeps large blocks --===//
 //
 // Compiled code allocates its temporaries through runtime/Kernels.c, which
-// keeps up to 256 freed blocks per thread (2 GiB at most) for the next call.
+// keeps up to 1024 freed blocks per thread (2 GiB at most) for the next call.
 // A block above glibc's mmap threshold that the cache turns away is unmapped
 // by free() and page-faulted afresh by the next call; the cache must keep it
 // in place of a smaller block. A block handed out again by the cache still
@@ -25,7 +25,7 @@ void _mlir_memref_to_llvm_free(void *ptr);
 
 namespace {
 
-constexpr int kSlots = 256;          // runtime/Kernels.c's kCacheSlots
+constexpr int kSlots = 1024;         // runtime/Kernels.c's kCacheSlots
 constexpr size_t kSmall = 4160;      // a small temporary (mark() needs 4096 bytes)
 constexpr size_t kLarge = 64u << 20; // above glibc's largest mmap threshold (32 MiB)
 
