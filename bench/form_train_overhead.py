@@ -26,7 +26,10 @@ temporaries' cache kept large blocks (docs/performance.md, 2026-12-07): the
 plain step faulted in its 154 MB gradient every step alone and not beside
 the mHC trainer, and ran ~12% faster there. Since the fix neither faults
 more than 6 300 pages a step, and the method agrees with the step's OpenMP
-regions there (+5.0% against +4.9% for mHC).
+regions there (+5.0% against +4.9% for mHC). The two trainers also share
+the thread's cache of freed temporaries: with 256 slots LAuReL's step beside
+the plain one lost its large blocks and faulted 4 000 - 20 000 pages a step
+(+2.3% against +1.6% with the runtime's 1024 slots since).
 
     python bench/form_train_overhead.py [--forms hc,mhc,laurel] [--layers 4] [--d 256]
                                         [--seq 128] [--batch 4] [--steps 20] [--rounds 5]
