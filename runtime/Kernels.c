@@ -18,6 +18,7 @@
  *===----------------------------------------------------------------------===*/
 #include "NarrowGemm.h"
 #include "Scratch.h"
+#include "TemporaryCache.h"
 #include "rewire/Runtime/CallErrors.h"
 
 #include <immintrin.h>
@@ -403,20 +404,16 @@ void memrefCopy(int64_t elemSize, struct UnrankedMemRef *src, struct UnrankedMem
 /* Temporaries: every call of an entry point allocates the same sizes in the
  * same order, so freed blocks are kept per thread and handed out again for
  * the same size instead of going back to the system (large glibc blocks are
- * mmap'd and page-faulted afresh on every call otherwise). Up to 1024 blocks
- * and 2 GiB a thread; when full, the largest are kept (_mlir_memref_to_llvm_free).
- * 1024, not 256: entry points called in turn on one thread share its cache
- * (train_step and eval_step; two models' train steps), and a 12-layer GPT's
- * step with LAuReL and the plain one beside it needed more than 256 slots:
- * the LAuReL step faulted 4 000 - 20 000 pages a step in again, 0 with 1024.
- * Each block has a 64-byte header holding its size; data is 64-byte aligned. */
-enum { kHeader = 64, kCacheSlots = 1024 };
-static const size_t kCacheBytes = (size_t)2 << 30;
+ * mmap'd and page-faulted afresh on every call otherwise). Up to
+ * TemporaryCache.h's limits a thread; when full, the largest are kept
+ * (_mlir_memref_to_llvm_free). Each block has a 64-byte header holding its
+ * size; data is 64-byte aligned. */
+enum { kHeader = 64 };
 struct Block {
   size_t size;
   char *base;
 };
-static __thread struct Block cache[kCacheSlots];
+static __thread struct Block cache[kTemporaryCacheSlots];
 static __thread int cached;
 static __thread size_t cachedBytes;
 
@@ -546,7 +543,7 @@ void _mlir_memref_to_llvm_free(void *ptr) {
    * otherwise this one goes to free(). (A 12-layer GPT with a 50257-token
    * vocabulary faulted its [50257, 768] gradient, 37 693 pages, every step
    * when the cache had filled with the step's earlier, smaller blocks.) */
-  if (cached == kCacheSlots || cachedBytes + size > kCacheBytes) {
+  if (cached == kTemporaryCacheSlots || cachedBytes + size > kTemporaryCacheBytes) {
     size_t smallerBytes = 0;
     int smaller = 0;
     for (int i = 0; i < cached; ++i)
@@ -554,11 +551,12 @@ void _mlir_memref_to_llvm_free(void *ptr) {
         smallerBytes += cache[i].size;
         ++smaller;
       }
-    if (smaller == 0 || size > kCacheBytes || cachedBytes - smallerBytes > kCacheBytes - size) {
+    if (smaller == 0 || size > kTemporaryCacheBytes ||
+        cachedBytes - smallerBytes > kTemporaryCacheBytes - size) {
       free(base);
       return;
     }
-    while (cached == kCacheSlots || cachedBytes + size > kCacheBytes) {
+    while (cached == kTemporaryCacheSlots || cachedBytes + size > kTemporaryCacheBytes) {
       int s = 0;
       for (int i = 1; i < cached; ++i)
         if (cache[i].size < cache[s].size)

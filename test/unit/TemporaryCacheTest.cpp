@@ -1,7 +1,8 @@
 //===- TemporaryCacheTest.cpp - The temporaries' cache keeps large blocks --===//
 //
 // Compiled code allocates its temporaries through runtime/Kernels.c, which
-// keeps up to 1024 freed blocks per thread (2 GiB at most) for the next call.
+// keeps freed blocks per thread for the next call (runtime/TemporaryCache.h's
+// limits: 1024 blocks, 2 GiB).
 // A block above glibc's mmap threshold that the cache turns away is unmapped
 // by free() and page-faulted afresh by the next call; the cache must keep it
 // in place of a smaller block. A block handed out again by the cache still
@@ -11,6 +12,8 @@
 // allocated until the process exits).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/TemporaryCache.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -18,14 +21,9 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-void *_mlir_memref_to_llvm_alloc(size_t size);
-void _mlir_memref_to_llvm_free(void *ptr);
-}
-
 namespace {
 
-constexpr int kSlots = 1024;         // runtime/Kernels.c's kCacheSlots
+constexpr int kSlots = kTemporaryCacheSlots;
 constexpr size_t kSmall = 4160;      // a small temporary (mark() needs 4096 bytes)
 constexpr size_t kLarge = 64u << 20; // above glibc's largest mmap threshold (32 MiB)
 
@@ -119,7 +117,7 @@ TEST(TemporaryCache, HoldsAtMostTwoGiB) {
     // and come back as fresh, zeroed mappings.
     constexpr size_t kMid = 40u << 20;
     freeAll(allocMarked(60, kMid, 0x77));
-    EXPECT_EQ(countKept(60, kMid, 0x77), static_cast<int>((size_t(2) << 30) / kMid));
+    EXPECT_EQ(countKept(60, kMid, 0x77), static_cast<int>(kTemporaryCacheBytes / kMid));
   });
 }
 
