@@ -40,7 +40,6 @@ Needs torch (any version: train_step.py only exports the model with it) and the 
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -53,16 +52,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from train_step import add_model_args, cpu_model, export_gpt, rewire_tokens_per_s  # noqa: E402
 from form_train_worker import residual_of  # noqa: E402
-
-
-def paired_interval(ratios, resamples=4000):
-    """A 95% bootstrap interval of the median of the in-round ratios: the
-    rounds resampled with replacement (a fixed seed, so a run's report
-    does not change when printed again)."""
-    rng = random.Random(0)
-    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios)))
-                     for _ in range(resamples))
-    return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
+from timing import paired_interval  # noqa: E402
 
 
 def main():

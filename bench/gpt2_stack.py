@@ -17,7 +17,6 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import rewire_runtime  # noqa: E402
 from rewire_sysinfo import cpu_model  # noqa: E402
 from train_step import torchscript_export  # noqa: E402
+from timing import paired, round_robin  # noqa: E402
 
 
 class Block(nn.Module):
@@ -68,38 +68,6 @@ class Stack(nn.Module):
         for b in self.blocks:
             x = b(x)
         return self.ln_f(x)
-
-
-# Idle time before each timed call (seconds; REWIRE_BENCH_GAP_S): the thread
-# pools of the runtime timed before (libgomp's, ONNX Runtime's) spin for a
-# while after a call and would take cores from the next one.
-GAP_S = float(os.environ.get("REWIRE_BENCH_GAP_S", "0.2"))
-
-
-def round_robin(fns, rounds, raw=None):
-    """Times every callable once per round, in turn, for `rounds` rounds after
-    two warm-up rounds, so slow drift of a shared machine hits all alike.
-    Returns {name: (median ms, min ms)}; `raw`, a dict, receives every
-    round's ms per name (for paired ratios)."""
-    for _ in range(2):
-        for fn in fns.values():
-            fn()
-    ms = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            time.sleep(GAP_S)
-            t0 = time.perf_counter()
-            fn()
-            ms[k].append((time.perf_counter() - t0) * 1e3)
-    if raw is not None:
-        raw.update(ms)
-    return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
-
-
-def paired(raw, num, den):
-    """The median over rounds of num's time / den's time within each round:
-    the VM's drift between rounds, which moves both alike, cancels."""
-    return statistics.median(a / b for a, b in zip(raw[num], raw[den]))
 
 
 def iree_runner(onnx_path, work, xn, want, threads):

@@ -15,6 +15,7 @@
 #include "rewire/Version.h"
 #include "ElfImage.h"
 #include "HeapTuning.h"
+#include "HostOpenMP.h"
 #include "ArtifactMetadata.h"
 
 #include <cstring>
@@ -72,22 +73,6 @@ std::optional<std::string> findParameter(const SafetensorsMapping &mapping,
   return std::nullopt;
 }
 
-/// Whether the process already has another OpenMP runtime's GOMP_parallel
-/// in its global scope (GNU libgomp, after `import torch` in Python): oneDNN
-/// in an artifact loaded the usual way then binds to it, while the
-/// artifact's parallel loops run on LLVM's libomp, and the two pools spin
-/// against each other for the cores (a 12-layer GPT-2 forward: 441 ms
-/// alone, 1200 ms after `import torch`; docs/performance.md, "One thread
-/// pool"). Model::load then binds oneDNN to libomp instead (openArtifact).
-/// Asked at each load: a host may import torch after its first model.
-static bool foreignOpenMP() {
-  void *gomp = ::dlsym(RTLD_DEFAULT, "GOMP_parallel");
-  Dl_info info;
-  if (!gomp || !::dladdr(gomp, &info) || !info.dli_fname)
-    return false;
-  return std::string(info.dli_fname).find("libomp") == std::string::npos;
-}
-
 /// The calling thread's CPU affinity, put back on scope exit where the
 /// libraries loaded meanwhile changed it. An artifact's oneDNN brings GNU
 /// libgomp, whose constructor binds the loading thread to its first place
@@ -115,7 +100,11 @@ private:
 } // namespace
 
 /// dlopen of the artifact at `path`. With another OpenMP runtime global
-/// (foreignOpenMP) and oneDNN not yet in the process, the artifact and the
+/// (`foreign`, from foreignOpenMP: GNU libgomp in the global scope, as
+/// after `import torch`; oneDNN in an artifact loaded the usual way then
+/// binds to it while the artifact's loops run on libomp, and the two pools
+/// spin against each other: a 12-layer GPT-2 forward 441 ms alone, 1200 ms
+/// after `import torch`, docs/performance.md, "One thread pool") and oneDNN not yet in the process, the artifact and the
 /// libraries loaded with it look up symbols in their own scope first
 /// (RTLD_DEEPBIND), so oneDNN's GOMP_* calls reach the artifact's libomp:
 /// one pool (PyPI's torch, whose oneDNN is its own: 873 -> ~520 ms for the
@@ -126,15 +115,17 @@ private:
 /// crashed reading its settings from it. Where oneDNN is already loaded
 /// (Debian's torch links libdnnl) it stays bound to the host's runtime;
 /// `*twoPools` is then set and the caller makes the loops' threads sleep
-/// after each region instead (setBlocktime). DEEPBIND also means the
+/// after each region instead (setBlocktime), and sizes oneDNN's teams
+/// (HostTeam). DEEPBIND also means the
 /// artifact's malloc is libc's even where a host preloads another
 /// allocator; artifacts free what they allocate.
-static void *openArtifact(const std::string &path, void **openmp, bool *twoPools) {
+static void *openArtifact(const std::string &path, const std::string &foreign, void **openmp,
+                          bool *twoPools) {
   KeepAffinity keep;
   *openmp = nullptr;
   *twoPools = false;
   int flags = RTLD_NOW | RTLD_LOCAL;
-  if (foreignOpenMP()) {
+  if (!foreign.empty()) {
     if (void *dnnl = ::dlopen(cpu::kDnnlSoname, RTLD_NOW | RTLD_NOLOAD)) {
       ::dlclose(dnnl);
       *twoPools = true;
@@ -163,6 +154,8 @@ struct Model::Impl {
   /// region instead of spinning 200 ms against oneDNN's (measured with
   /// torch imported: 1200 -> ~610 ms).
   void (*setBlocktime)(int) = nullptr;
+  /// With two pools: oneDNN's (libgomp's) team size, set per call.
+  HostTeam hostTeam;
   /// rewire_set_output_hook (rewire/Support/CpuArtifact.h); null in
   /// artifacts of older compilers.
   void (*setOutputHook)(void (*)(void *, int64_t), void *) = nullptr;
@@ -213,7 +206,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   std::string path = artifactPath.find('/') == std::string::npos ? "./" + artifactPath
                                                                   : artifactPath;
   bool twoPools = false;
-  impl->handle = openArtifact(path, &impl->openmp, &twoPools);
+  std::string foreign = foreignOpenMP();
+  impl->handle = openArtifact(path, foreign, &impl->openmp, &twoPools);
   if (!impl->handle) {
     const char *why = ::dlerror();
     error = "cannot load artifact '" + artifactPath + "': " + (why ? why : "unknown error") +
@@ -273,8 +267,10 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
   impl->setOutputHook = reinterpret_cast<void (*)(void (*)(void *, int64_t), void *)>(
       ::dlsym(impl->handle, cpu::kSetOutputHookSymbol));
-  if (twoPools)
+  if (twoPools) {
     impl->setBlocktime = reinterpret_cast<void (*)(int)>(::dlsym(impl->handle, "kmp_set_blocktime"));
+    impl->hostTeam.bind(foreign, impl->handle);
+  }
   bool anyParameters = false;
   for (const JsonValue &f : functions->array) {
     FunctionInfo info;
@@ -422,6 +418,7 @@ std::optional<std::string> Model::runRaw(const std::string &function,
   char message[1024];
   if (impl->setBlocktime)
     impl->setBlocktime(0); // per calling thread and the teams it forks
+  HostTeam::Scope team(impl->hostTeam);
   if (impl->call(impl->entries[index], buffers.data(), message, sizeof(message)) != 0)
     return "'" + function + "' failed: " + std::string(message);
   return std::nullopt;

@@ -1,0 +1,61 @@
+//===- HostOpenMP.h - An artifact beside the host's OpenMP runtime -*- C++ -*-===//
+//
+// Internal to the runtime: see HostOpenMP.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REWIRE_RUNTIME_HOSTOPENMP_H
+#define REWIRE_RUNTIME_HOSTOPENMP_H
+
+#include <string>
+
+namespace rewire::runtime {
+
+/// The file of the OpenMP runtime whose GOMP_parallel is in the process's
+/// global scope, where it is not LLVM's libomp (GNU libgomp, after `import
+/// torch` in Python); empty otherwise. Asked at each load: a host may import
+/// torch after its first model.
+std::string foreignOpenMP();
+
+/// Where oneDNN stays bound to the host's GNU libgomp while the artifact's
+/// loops run on LLVM's libomp (two pools; Model.cpp, openArtifact), oneDNN
+/// sizes its teams by the calling thread's libgomp setting, which the host
+/// sets as it likes: Debian's torch sets it to its own thread count on
+/// import (1 on some 2-core machines), and every GEMM then ran on one
+/// thread. HostTeam keeps both runtimes' entry points; a Scope gives the
+/// calling thread's libgomp team the artifact's libomp team size for one
+/// call and puts the host's back after it.
+class HostTeam {
+public:
+  HostTeam() = default;
+  HostTeam(const HostTeam &) = delete;
+  HostTeam &operator=(const HostTeam &) = delete;
+  ~HostTeam();
+
+  /// Binds to the runtime in `foreignFile` (foreignOpenMP) and to the
+  /// libomp that the artifact at dlopen handle `artifact` resolves;
+  /// inactive where either cannot be reached.
+  void bind(const std::string &foreignFile, void *artifact);
+  bool active() const { return hostSet != nullptr; }
+
+  class Scope {
+  public:
+    explicit Scope(const HostTeam &team);
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    const HostTeam &team;
+    int saved = 0;
+  };
+
+private:
+  void *host = nullptr;
+  int (*hostGet)() = nullptr;
+  void (*hostSet)(int) = nullptr;
+  int (*ownGet)() = nullptr;
+};
+
+} // namespace rewire::runtime
+
+#endif // REWIRE_RUNTIME_HOSTOPENMP_H
