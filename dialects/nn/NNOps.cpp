@@ -210,6 +210,8 @@ LogicalResult ScatterAddOp::verify() {
     return emitOpError() << "result must have rank >= 1, got " << r;
   if (u.getElementType() != r.getElementType())
     return emitOpError() << "'updates' and the result must have the same element type";
+  if (Value base = getBase(); base && base.getType() != r)
+    return emitOpError() << "'base' must have the result type " << r << ", got " << base.getType();
   SmallVector<int64_t> want(i.getShape());
   want.append(r.getShape().begin() + 1, r.getShape().end());
   bool ok = u.getRank() == static_cast<int64_t>(want.size()) &&

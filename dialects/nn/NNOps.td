@@ -510,20 +510,30 @@ def NN_ScatterAddOp : NN_Op<"scatter_add", [Pure]> {
   let summary = "sum rows into a table at indices (the gradient of gather on axis 0)";
   let description = [{
     The adjoint of `nn.gather` along axis 0: `result[indices[j], ...] +=
-    updates[j, ...]` over every index position `j`, into a zero table of the
-    result type, so `updates.shape = indices.shape + result.shape[1:]`.
-    Negative indices count from the end (as gather's do). Reverse-mode
-    differentiation produces it for embedding tables.
+    updates[j, ...]` over every index position `j`, in order, into a zero
+    table of the result type, or into `base` where it is given (`into`:
+    `base` plus the sums, one pass where `nn.add` of a zero table's result
+    would take two, as Mixture-of-Depths' update of the stream does), so
+    `updates.shape = indices.shape + result.shape[1:]` and `base` has the
+    result type. Negative indices count from the end (as gather's do).
+    Reverse-mode differentiation produces it for embedding tables.
 
     Example:
     ```mlir
     %d = nn.scatter_add %g, %ids : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+    %s = nn.scatter_add %u, %rows into %r : (tensor<4x6x8xf32>, tensor<4x6xi64>, tensor<32x8xf32>) -> tensor<32x8xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$updates, NN_IndexTensor:$indices);
+  let arguments = (ins NN_FloatTensor:$updates, NN_IndexTensor:$indices,
+                       Optional<NN_FloatTensor>:$base);
   let results = (outs NN_FloatTensor:$result);
-  let assemblyFormat = "$updates `,` $indices attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$updates `,` $indices (`into` $base^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$updates, "::mlir::Value":$indices), [{
+      build($_builder, $_state, result, updates, indices, ::mlir::Value());
+    }]>
+  ];
 }
 
 def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure]> {

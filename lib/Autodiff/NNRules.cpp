@@ -419,6 +419,8 @@ RULE(ScatterAddRule, nn::ScatterAddOp)
   out.push_back(nn::GatherOp::create(b, typeOf(op.getUpdates()), g[0], op.getIndices(),
                                      b.getI64IntegerAttr(0)));
   out.push_back(Value());
+  if (op.getBase()) // result = base + the sums
+    out.push_back(g[0]);
 END_RULE
 
 RULE(CrossEntropyRule, nn::CrossEntropyOp)

@@ -467,15 +467,20 @@ LogicalResult Exporter::exportOp(Operation *op) {
         return success();
       })
       .Case([&](nn::ScatterAddOp sc) -> LogicalResult {
-        // Rows summed into a zero table: ScatterND with reduction "add"
-        // (opset 16), each index a one-element coordinate.
-        auto rt = cast<RankedTensorType>(sc.getType());
-        if (!rt.hasStaticShape())
-          return sc.emitError() << "exporting nn.scatter_add needs a static result shape";
-        SmallVector<int64_t> shape(rt.getShape());
-        std::string zeros = b.node1("Expand", {b.constF32(0.0f), b.constI64(shape)});
+        // Rows summed into a zero table or the base: ScatterND with
+        // reduction "add" (opset 16), each index a one-element coordinate.
+        std::string table;
+        if (sc.getBase()) {
+          table = in(2);
+        } else {
+          auto rt = cast<RankedTensorType>(sc.getType());
+          if (!rt.hasStaticShape())
+            return sc.emitError() << "exporting nn.scatter_add needs a static result shape";
+          SmallVector<int64_t> shape(rt.getShape());
+          table = b.node1("Expand", {b.constF32(0.0f), b.constI64(shape)});
+        }
         std::string coords = b.node1("Unsqueeze", {in(1), b.constI64({-1})});
-        onnx::NodeProto *n = b.node("ScatterND", {zeros, coords, in(0)}, {out()});
+        onnx::NodeProto *n = b.node("ScatterND", {table, coords, in(0)}, {out()});
         GraphBuilder::attr(n, "reduction", StringRef("add"));
         return success();
       })

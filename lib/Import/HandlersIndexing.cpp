@@ -213,7 +213,7 @@ HandlerResult gatherElements(NodeContext &c) {
 /// `table` ([P, rest...], float) with rows `offsets` ([M], i64) written by
 /// `updates` ([M, rest...]): replaced (reduction none; duplicate offsets
 /// sum, ONNX leaves them undefined) or added to (add), through
-/// nn.scatter_add into a zero table.
+/// nn.scatter_add (into `table` itself for add).
 FailureOr<Value> scatterRows(NodeContext &c, Value table, Value offsets, Value updates,
                              StringRef reduction) {
   auto tt = typeOf(table);
@@ -223,22 +223,25 @@ FailureOr<Value> scatterRows(NodeContext &c, Value table, Value offsets, Value u
     return c.error() << "reduction '" << reduction << "' is not supported (none, add)";
   Expr e{c};
   // scatter_add's result type is the table's (it is not inferred).
-  auto scatter = [&](RankedTensorType type, Value rows) -> Value {
-    auto op = nn::ScatterAddOp::create(c.b, c.loc(), type, rows, offsets);
+  auto scatter = [&](RankedTensorType type, Value rows, Value base) -> Value {
+    auto op = nn::ScatterAddOp::create(c.b, c.loc(), type, rows, offsets, base);
     if (failed(op.verify())) {
       op.erase();
       return {};
     }
     return op;
   };
-  Value sum = scatter(tt, updates);
+  if (reduction == "add") {
+    if (Value sum = scatter(tt, updates, table))
+      return sum;
+    return failure();
+  }
+  Value sum = scatter(tt, updates, Value());
   if (!sum)
     return failure();
-  if (reduction == "add")
-    return e.add(table, sum);
   int64_t m = typeOf(offsets).getNumElements();
   Value ones = scatter(RankedTensorType::get({tt.getDimSize(0)}, tt.getElementType()),
-                       splatConstant(c, RankedTensorType::get({m}, tt.getElementType()), 1.0));
+                       splatConstant(c, RankedTensorType::get({m}, tt.getElementType()), 1.0), Value());
   SmallVector<int64_t> maskShape(tt.getRank(), 1);
   maskShape[0] = tt.getDimSize(0);
   Value written = e.cmp(P::gt, e.reshape(ones, maskShape), e.num(table, 0));

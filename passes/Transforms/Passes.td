@@ -242,8 +242,8 @@ def ResidualMod : Pass<"residual-mod", "::mlir::ModuleOp"> {
     * Rate mode with `skip` (the default) saves the compute: each sequence
       keeps the same number of rows, K = T - floor(rate * T), so the kept
       rows are gathered (`residual.route_select`, `nn.gather`), the sublayer
-      runs on [B, K, d] only, and its update is scattered back
-      (`nn.scatter_add`). The sublayer sees the kept tokens, in order, as
+      runs on [B, K, d] only, and its update is added back into the stream
+      at those rows (`nn.scatter_add ... into`). The sublayer sees the kept tokens, in order, as
       its whole sequence: in attention a skipped token is neither a query
       nor a key/value, and causal attention stays causal among the kept
       tokens. The router trains through the gathered modulator. Not causal

@@ -35,7 +35,7 @@ struct ResidualModPass : public rewire::impl::ResidualModBase<ResidualModPass> {
 /// Rewrites `op` (R' = nag_add(R, f, alpha, m)) to run f's branch on the
 /// rows routed at `rate` only:
 ///   idx = route_select(m);  rows = gather(R, idx);  f' = branch(rows)
-///   R'  = R + scatter_add(nag_add(rows, f', alpha, gather(m, idx)) - rows, idx)
+///   R'  = scatter_add(nag_add(rows, f', alpha, gather(m, idx)) - rows, idx) into R
 /// Returns false, with `why` set, where the branch cannot be cloned.
 bool skipBranch(residual::NagAddOp op, double rate, std::string &why) {
   auto rt = dyn_cast<RankedTensorType>(op.getR().getType());
@@ -81,9 +81,10 @@ bool skipBranch(residual::NagAddOp op, double rate, std::string &why) {
                                            op.getLayerAttr());
   update->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   Value delta = nn::SubOp::create(builder, loc, rowsType, update, rows);
-  Value back = nn::ScatterAddOp::create(builder, loc, flatType, delta, idx);
-  Value full = nn::ReshapeOp::create(builder, loc, rt, back);
-  Value next = nn::AddOp::create(builder, loc, rt, op.getR(), full);
+  // Into the stream itself: one pass over the kept rows (no zero table
+  // added to the stream after).
+  Value back = nn::ScatterAddOp::create(builder, loc, flatType, delta, idx, flat);
+  Value next = nn::ReshapeOp::create(builder, loc, rt, back);
   op.replaceAllUsesWith(next);
   op.erase();
   // The branch's constants that only it used (a causal mask replaced by

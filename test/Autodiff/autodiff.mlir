@@ -80,3 +80,20 @@ func.func @forward(%t: tensor<16x4xf32> {nn.parameter = "emb"}, %i: tensor<2xi64
   return %l : tensor<f32>
 }
 
+// -----
+
+// A scatter-add into a base: the base's cotangent passes through, the
+// updates' is the gather of it at the indices.
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK-SAME: %[[B:[^:]*]]: tensor<16x4xf32> {nn.parameter = "base"}, %[[U:[^:]*]]: tensor<2x4xf32> {nn.parameter = "rows"}
+// CHECK: nn.scatter_add %[[U]], %{{.*}} into %[[B]]
+// CHECK: %[[G:.*]] = nn.add %{{.*}}, %{{.*}} : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x4xf32>
+// CHECK: %[[GU:.*]] = nn.gather %[[G]], %{{.*}} : (tensor<16x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+// CHECK: return %{{.*}}, %[[G]], %[[GU]] :
+func.func @forward(%b: tensor<16x4xf32> {nn.parameter = "base"}, %u: tensor<2x4xf32> {nn.parameter = "rows"}, %i: tensor<2xi64>) -> tensor<f32> {
+  %s = nn.scatter_add %u, %i into %b : (tensor<2x4xf32>, tensor<2xi64>, tensor<16x4xf32>) -> tensor<16x4xf32>
+  %q = nn.mul %s, %s : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x4xf32>
+  %l = nn.reduce_sum %q {axes = array<i64>, keepdims = false} : (tensor<16x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+

@@ -18,3 +18,17 @@ func.func @embedding_grad(%idx: tensor<2x8xi64>, %upd: tensor<2x8x32xf32>) -> te
   %0 = nn.scatter_add %upd, %idx : (tensor<2x8x32xf32>, tensor<2x8xi64>) -> tensor<64x32xf32>
   return %0 : tensor<64x32xf32>
 }
+
+// Into a base: the table starts as the base, not zeros, in both lowerings.
+// CHECK-LABEL: func.func @into_base(
+// CHECK-SAME: %[[BASE:[^:]*]]: tensor<64x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins({{.*}}) outs(%[[BASE]] : tensor<64x32xf32>)
+// LOOP-LABEL: func.func @into_base(
+// LOOP-SAME: %[[BASE:[^:]*]]: tensor<64x32xf32>
+// LOOP-NOT: linalg.fill
+// LOOP: scf.for {{.*}} iter_args(%{{.*}} = %[[BASE]]) -> (tensor<64x32xf32>)
+func.func @into_base(%idx: tensor<2x8xi64>, %upd: tensor<2x8x32xf32>, %base: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %0 = nn.scatter_add %upd, %idx into %base : (tensor<2x8x32xf32>, tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}

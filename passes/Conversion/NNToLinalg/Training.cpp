@@ -1,8 +1,8 @@
 //===- Training.cpp - nn training ops to linalg ---------------------------===//
 //
 // scatter_add (embedding gradients): a loop over index positions adding one
-// row each into the table (in place after bufferization; out-of-range
-// indices are skipped, never written). cross_entropy: row max, row sum of
+// row each into the table (zeros, or the op's base; in place after
+// bufferization; out-of-range indices are skipped, never written). cross_entropy: row max, row sum of
 // exp, the picked logit, masked mean. cross_entropy_grad: one fused pass
 // per element, (softmax - onehot) * g / count.
 //
@@ -216,7 +216,7 @@ struct ScatterAddLowering : OpConversionPattern<nn::ScatterAddOp> {
       : OpConversionPattern(ctx), asReduction(asReduction) {}
   bool asReduction;
 
-  /// table[v, c] = sum over j of (wrap(idx[j]) == v ? upd[j, c] : 0), j in
+  /// table[v, c] += sum over j of (wrap(idx[j]) == v ? upd[j, c] : 0), j in
   /// order: one reduction generic (rows x features x positions).
   Value reduction(ConversionPatternRewriter &rw, Location loc, Value idx, Value upd,
                   Value table, int64_t v) const {
@@ -259,8 +259,15 @@ struct ScatterAddLowering : OpConversionPattern<nn::ScatterAddOp> {
     auto tableType = RankedTensorType::get({v, r}, elt);
     Value upd = reshapeStatic(rw, loc, a.getUpdates(), RankedTensorType::get({n, r}, elt));
     Value idx = rows1d(rw, loc, a.getIndices(), n);
-    Value table = tensor::EmptyOp::create(rw, loc, tableType.getShape(), elt);
-    table = linalg::FillOp::create(rw, loc, floatConstant(rw, loc, elt, 0.0), table).getResult(0);
+    // Into `base` (its buffer, where bufferization finds it dead after)
+    // or into zeros.
+    Value table;
+    if (a.getBase()) {
+      table = reshapeStatic(rw, loc, a.getBase(), tableType);
+    } else {
+      table = tensor::EmptyOp::create(rw, loc, tableType.getShape(), elt);
+      table = linalg::FillOp::create(rw, loc, floatConstant(rw, loc, elt, 0.0), table).getResult(0);
+    }
     if (asReduction) {
       rw.replaceOp(op, reshapeStatic(rw, loc, reduction(rw, loc, idx, upd, table, v), rt));
       return success();
@@ -292,12 +299,18 @@ struct ScatterAddLowering : OpConversionPattern<nn::ScatterAddOp> {
                                                            ArrayRef<OpFoldResult>{j, tb.getIndexAttr(0)}, one, strides);
                 Value cur = tensor::ExtractSliceOp::create(tb, tl, sliceType, acc[0],
                                                            ArrayRef<OpFoldResult>{at, tb.getIndexAttr(0)}, one, strides);
-                Value out = tensor::EmptyOp::create(tb, tl, sliceType.getShape(), elt);
-                Value sum = parallelGeneric(tb, tl, out, {row, cur},
-                                            {tb.getMultiDimIdentityMap(2), tb.getMultiDimIdentityMap(2)},
-                                            [](OpBuilder &nb, Location nl, ValueRange x) -> Value {
-                                              return arith::AddFOp::create(nb, nl, x[0], x[1]);
-                                            });
+                // The table's row is the generic's init: added to in place.
+                AffineMap id = tb.getMultiDimIdentityMap(2);
+                Value sum = linalg::GenericOp::create(
+                                tb, tl, TypeRange{sliceType}, ValueRange{row}, ValueRange{cur},
+                                ArrayRef<AffineMap>{id, id},
+                                ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                                              utils::IteratorType::parallel},
+                                [](OpBuilder &nb, Location nl, ValueRange x) {
+                                  linalg::YieldOp::create(
+                                      nb, nl, Value(arith::AddFOp::create(nb, nl, x[0], x[1])));
+                                })
+                                .getResult(0);
                 Value next = tensor::InsertSliceOp::create(tb, tl, sum, acc[0],
                                                            ArrayRef<OpFoldResult>{at, tb.getIndexAttr(0)}, one, strides);
                 scf::YieldOp::create(tb, tl, next);

@@ -775,6 +775,14 @@ func.func @scatter_add_shape(%g: tensor<2x16x32xf32>, %ids: tensor<2x16xi64>) ->
 
 // -----
 
+func.func @scatter_add_base(%g: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %t: tensor<128x64xf32>) -> tensor<256x64xf32> {
+  // expected-error @+1 {{'base' must have the result type 'tensor<256x64xf32>', got 'tensor<128x64xf32>'}}
+  %0 = nn.scatter_add %g, %ids into %t : (tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<128x64xf32>) -> tensor<256x64xf32>
+  return %0 : tensor<256x64xf32>
+}
+
+// -----
+
 func.func @cross_entropy_labels(%z: tensor<2x16x256xf32>, %y: tensor<2x8xi64>) -> tensor<f32> {
   // expected-error @+1 {{'labels' must have the shape of 'logits' without its last (class) dimension, got 'tensor<2x8xi64>' for 'tensor<2x16x256xf32>'}}
   %0 = nn.cross_entropy %z, %y : (tensor<2x16x256xf32>, tensor<2x8xi64>) -> tensor<f32>

@@ -152,9 +152,11 @@ func.func @misc(%mask: tensor<16x16xi1>, %s: tensor<2x4x16x16xf32>, %ids: tensor
 }
 
 // CHECK-LABEL: func.func @training_ops
-func.func @training_ops(%g: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %z: tensor<2x16x256xf32>, %s: tensor<f32>) {
+func.func @training_ops(%g: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %z: tensor<2x16x256xf32>, %s: tensor<f32>, %t: tensor<256x64xf32>) {
   // CHECK: nn.scatter_add %{{.*}}, %{{.*}} : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
   %0 = nn.scatter_add %g, %ids : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+  // CHECK: nn.scatter_add %{{.*}}, %{{.*}} into %{{.*}} : (tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<256x64xf32>) -> tensor<256x64xf32>
+  %3 = nn.scatter_add %g, %ids into %t : (tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<256x64xf32>) -> tensor<256x64xf32>
   // CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64} : (tensor<2x16x256xf32>, tensor<2x16xi64>) -> tensor<f32>
   %1 = nn.cross_entropy %z, %ids {ignore_index = 0 : i64} : (tensor<2x16x256xf32>, tensor<2x16xi64>) -> tensor<f32>
   // CHECK: nn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x16x256xf32>, tensor<2x16xi64>, tensor<f32>) -> tensor<2x16x256xf32>
