@@ -2,11 +2,17 @@
 their first outputs with the first model's.
 
     run_onnx.py BASE.onnx OTHER.onnx [OTHER2.onnx ...] [--atol X] [--base-output N]
+    run_onnx.py --rewire MODEL.onnx [--atol X]
 
 Prints `NAME: max abs diff D` for each OTHER and fails if any exceeds atol
-(default 0: bit-exact).
+(default 0: bit-exact). With --rewire the one model runs in ONNX Runtime and
+in Rewire (rewire-run imports and compiles the file) on the same input, and
+their first outputs are compared.
 """
+import os
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import onnxruntime as ort
@@ -41,18 +47,35 @@ def run(path, feeds=None):
     return s.run(None, feeds), feeds
 
 
+def max_diff(y, base):
+    # NaN-aware: a NaN where the other has a number (or a shape mismatch) is
+    # an infinite difference; equal values (infinities included) differ by 0.
+    if y.shape != base.shape or (np.isnan(y) != np.isnan(base)).any():
+        return float("inf")
+    same = (y == base) | np.isnan(y)
+    return float(np.where(same, 0, np.abs(y - base)).max()) if y.size else 0.0
+
+
+if "--rewire" in args:
+    args.remove("--rewire")
+    outs, feeds = run(args[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = ["rewire-run", args[0], "--output=@" + os.path.join(tmp, "y.npy")]
+        for i, x in enumerate(feeds.values()):
+            np.save(os.path.join(tmp, "x%d.npy" % i), x)
+            cmd.append("--input=@" + os.path.join(tmp, "x%d.npy" % i))
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        y = np.load(os.path.join(tmp, "y.npy"))
+    d = max_diff(y, outs[0])
+    print("%s: rewire vs ONNX Runtime max abs diff %.3g" % (args[0].split("/")[-1], d))
+    sys.exit(1 if d > atol else 0)
+
 outs, feeds = run(args[0])
 base = outs[base_output]
 bad = 0
 for other in args[1:]:
     y = run(other, feeds)[0][0]
-    # NaN-aware: a NaN where the other has a number (or a shape mismatch) is
-    # an infinite difference; equal values (infinities included) differ by 0.
-    if y.shape != base.shape or (np.isnan(y) != np.isnan(base)).any():
-        d = float("inf")
-    else:
-        same = (y == base) | np.isnan(y)
-        d = float(np.where(same, 0, np.abs(y - base)).max()) if y.size else 0.0
+    d = max_diff(y, base)
     print("%s: max abs diff %.3g" % (other.split("/")[-1], d))
     bad += d > atol
 sys.exit(1 if bad else 0)
