@@ -2,12 +2,13 @@
 their first outputs with the first model's.
 
     run_onnx.py BASE.onnx OTHER.onnx [OTHER2.onnx ...] [--atol X] [--base-output N]
-    run_onnx.py --rewire MODEL.onnx [--atol X]
+    run_onnx.py --rewire MODEL.onnx [MODEL.mlir] [--seed N] [--atol X]
 
 Prints `NAME: max abs diff D` for each OTHER and fails if any exceeds atol
-(default 0: bit-exact). With --rewire the one model runs in ONNX Runtime and
-in Rewire (rewire-run imports and compiles the file) on the same input, and
-their first outputs are compared.
+(default 0: bit-exact). With --rewire the model runs in ONNX Runtime and in
+Rewire on the same input (rewire-run compiles MODEL.mlir, the IR it was
+exported from, its rule-initialized parameters drawn with the export's
+--seed N, or else imports MODEL.onnx), and their first outputs are compared.
 """
 import os
 import subprocess
@@ -58,9 +59,14 @@ def max_diff(y, base):
 
 if "--rewire" in args:
     args.remove("--rewire")
+    seed = []
+    if "--seed" in args:
+        i = args.index("--seed")
+        seed = ["--compile-flag=--seed=" + args[i + 1]]
+        del args[i:i + 2]
     outs, feeds = run(args[0])
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = ["rewire-run", args[0], "--output=@" + os.path.join(tmp, "y.npy")]
+        cmd = ["rewire-run", args[-1], "--output=@" + os.path.join(tmp, "y.npy")] + seed
         for i, x in enumerate(feeds.values()):
             np.save(os.path.join(tmp, "x%d.npy" % i), x)
             cmd.append("--input=@" + os.path.join(tmp, "x%d.npy" % i))
