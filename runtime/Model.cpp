@@ -100,23 +100,23 @@ private:
 } // namespace
 
 /// dlopen of the artifact at `path`. With another OpenMP runtime global
-/// (`foreign`, from foreignOpenMP: GNU libgomp in the global scope, as
-/// after `import torch`; oneDNN in an artifact loaded the usual way then
-/// binds to it while the artifact's loops run on libomp, and the two pools
-/// spin against each other: a 12-layer GPT-2 forward 441 ms alone, 1200 ms
-/// after `import torch`, docs/performance.md, "One thread pool") and oneDNN not yet in the process, the artifact and the
-/// libraries loaded with it look up symbols in their own scope first
-/// (RTLD_DEEPBIND), so oneDNN's GOMP_* calls reach the artifact's libomp:
-/// one pool (PyPI's torch, whose oneDNN is its own: 873 -> ~520 ms for the
-/// GPT-2 stack). libomp itself is opened first the usual way, from where
-/// artifacts find it (their rpath, REWIRE_LLVM_LIB_DIR; `*openmp`, kept
-/// open by the model): under DEEPBIND its `environ` would bind to
-/// libc's own copy, which a host's executable does not update, and libomp
-/// crashed reading its settings from it. Where oneDNN is already loaded
-/// (Debian's torch links libdnnl) it stays bound to the host's runtime;
-/// `*twoPools` is then set and the caller makes the loops' threads sleep
-/// after each region instead (setBlocktime), and sizes oneDNN's teams
-/// (HostTeam). DEEPBIND also means the
+/// (`foreign`, from foreignOpenMP: GNU libgomp, as after `import torch`),
+/// oneDNN in an artifact loaded the usual way binds to it while the
+/// artifact's loops run on libomp, and the two pools spin against each
+/// other (a 12-layer GPT-2 forward: 441 ms alone, 1200 ms after `import
+/// torch`; docs/performance.md, "One thread pool"). Where oneDNN is not yet
+/// in the process, the artifact and the libraries loaded with it look up
+/// symbols in their own scope first (RTLD_DEEPBIND), so oneDNN's GOMP_*
+/// calls reach the artifact's libomp: one pool (PyPI's torch, whose oneDNN
+/// is its own: 873 -> ~520 ms for the GPT-2 stack). libomp itself is opened
+/// first the usual way, from where artifacts find it (their rpath,
+/// REWIRE_LLVM_LIB_DIR; `*openmp`, kept open by the model): under DEEPBIND
+/// its `environ` would bind to libc's own copy, which a host's executable
+/// does not update, and libomp crashed reading its settings from it. Where
+/// oneDNN is already loaded (Debian's torch links libdnnl) it stays bound to
+/// the host's runtime; `*twoPools` is then set and the caller makes the
+/// loops' threads sleep after each region instead (setBlocktime), and gives
+/// oneDNN's teams the artifact's size (HostTeam). DEEPBIND also means the
 /// artifact's malloc is libc's even where a host preloads another
 /// allocator; artifacts free what they allocate.
 static void *openArtifact(const std::string &path, const std::string &foreign, void **openmp,

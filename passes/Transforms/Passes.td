@@ -243,10 +243,10 @@ def ResidualMod : Pass<"residual-mod", "::mlir::ModuleOp"> {
       keeps the same number of rows, K = T - floor(rate * T), so the kept
       rows are gathered (`residual.route_select`, `nn.gather`), the sublayer
       runs on [B, K, d] only, and its update is added back into the stream
-      at those rows (`nn.scatter_add ... into`). The sublayer sees the kept tokens, in order, as
-      its whole sequence: in attention a skipped token is neither a query
-      nor a key/value, and causal attention stays causal among the kept
-      tokens. The router trains through the gathered modulator. Not causal
+      at those rows (`nn.scatter_add ... into`). The sublayer sees the kept
+      tokens, in order, as its whole sequence: in attention a skipped token
+      is neither a query nor a key/value, and causal attention stays causal
+      among the kept tokens. The router trains through the gathered modulator. Not causal
       as a decision: which tokens a sequence keeps depends on all of them.
       A branch that cannot run on a subset of rows (a mask or position table
       from outside it, a slice along the tokens, an op outside nn) keeps the

@@ -2,9 +2,10 @@
 //
 // scatter_add (embedding gradients): a loop over index positions adding one
 // row each into the table (zeros, or the op's base; in place after
-// bufferization; out-of-range indices are skipped, never written). cross_entropy: row max, row sum of
-// exp, the picked logit, masked mean. cross_entropy_grad: one fused pass
-// per element, (softmax - onehot) * g / count.
+// bufferization; out-of-range indices are skipped, never written).
+// cross_entropy: row max, row sum of exp, the picked logit, masked mean.
+// cross_entropy_grad: one fused pass per element, (softmax - onehot) * g /
+// count.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Conversion/LinalgBuilders.h"
