@@ -16,7 +16,8 @@ turn, so none always runs first.
 
 With --interleave a round is one process (form_train_worker.py, run by the
 Python that has the built `rewire` package, build/venv's) that trains every
-form at once, one step of each in turn: a round's paired figure is then the
+form at once, one step of each in turn (every trainer in memory at once: at
+GPT-2-small's shape ~6 GB each, so three fit in 24 GiB, four do not): a round's paired figure is then the
 median over its steps of a form's step time over the plain step taken next
 to it, which a shared VM's slow spells (seconds long, within a round) move
 far less than rounds in separate processes minutes apart. Checked against
@@ -91,12 +92,21 @@ def main():
         # Each round starts with another form, so no form always runs first.
         order = forms[r % len(forms):] + forms[:r % len(forms)]
         if a.interleave:
-            out = subprocess.run([a.rewire_python, os.path.join(HERE, "form_train_worker.py"),
+            run = subprocess.run([a.rewire_python, os.path.join(HERE, "form_train_worker.py"),
                                   "--model", onnx_path, "--data", data, "--forms", ",".join(order),
                                   "--batch", str(a.batch), "--seq", str(a.seq),
                                   "--steps", str(a.steps)],
-                                 check=True, env=env, capture_output=True, text=True).stdout
-            seconds = json.loads(out.strip().splitlines()[-1])
+                                 env=env, capture_output=True, text=True)
+            if run.returncode != 0:
+                # Every form's trainer (parameters, AdamW state, activations)
+                # lives in the one worker: at GPT-2-small's shape ~6 GB each,
+                # and the kernel's OOM killer ends it with SIGKILL.
+                sys.exit("form_train_overhead.py: the interleaved worker (%d trainers: plain and %s) "
+                         "%s%s" % (len(order), ",".join(forms[1:]),
+                                   "was killed (SIGKILL: out of memory? measure fewer forms a run)"
+                                   if run.returncode == -9 else "failed (exit %d)" % run.returncode,
+                                   ":\n" + run.stderr[-2000:] if run.stderr else ""))
+            seconds = json.loads(run.stdout.strip().splitlines()[-1])
             for form in forms:
                 rates[form].append(a.batch * a.seq / statistics.median(seconds[form]))
                 ratios[form].append(statistics.median(
