@@ -101,7 +101,7 @@ def main():
     subprocess.run([sys.executable, os.path.abspath(__file__), "--time-child", spec], check=True)
     with open(out) as f:
         raw = json.load(f)
-    ms = {k: (statistics.median(v), min(v)) for k, v in raw.items()}
+    ms = timing.medians(raw)
     base = ms["0 layers"][0]
     full = ms["nag"][0]
     kept = a.seq - int(a.rate * a.seq)
@@ -132,7 +132,7 @@ def main():
             name, 100 * (1 - paired[name]["ratio"]), 100 * (1 - high), 100 * (1 - low)))
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "cpu": train_step.cpu_model(), "args": vars(a),
+            json.dump({"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "args": vars(a),
                        "rows": rows, "sublayer_ratio": sub_ratio, "paired": paired,
                        "rounds_ms": raw}, f, indent=1)
 

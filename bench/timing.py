@@ -31,7 +31,12 @@ def round_robin(fns, rounds, raw=None):
             ms[k].append((time.perf_counter() - t0) * 1e3)
     if raw is not None:
         raw.update(ms)
-    return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
+    return medians(ms)
+
+
+def medians(raw):
+    """{name: (median ms, min ms)} of every round's ms per name."""
+    return {k: (statistics.median(v), min(v)) for k, v in raw.items()}
 
 
 def paired(raw, num, den):

@@ -5,7 +5,7 @@
 // oneDNN use too where it can. Where it cannot (the host loaded oneDNN
 // itself, as Debian's torch does), oneDNN's teams are libgomp's, sized by
 // settings the host owns: HostTeam gives them the artifact's size for the
-// length of a call.
+// length of a call (and makes the loops' threads sleep after each region).
 //
 //===----------------------------------------------------------------------===//
 #include "HostOpenMP.h"
@@ -30,7 +30,10 @@ static std::string fileOf(void *fn) {
 }
 
 void HostTeam::bind(const std::string &foreignFile, void *artifact) {
-  if (foreignFile.empty() || !artifact)
+  if (!artifact)
+    return;
+  setBlocktime = reinterpret_cast<void (*)(int)>(::dlsym(artifact, "kmp_set_blocktime"));
+  if (foreignFile.empty())
     return;
   // The artifact's omp_get_max_threads is its libomp's: its team size,
   // which OMP_NUM_THREADS and the host's omp_set_num_threads on libomp set.
@@ -57,7 +60,9 @@ HostTeam::~HostTeam() {
 // omp_set_num_threads sets the calling thread's value only (the nthreads
 // ICV of its implicit task), so the host's other threads are untouched.
 HostTeam::Scope::Scope(const HostTeam &team) : team(team) {
-  if (!team.active())
+  if (team.setBlocktime)
+    team.setBlocktime(0); // per calling thread and the teams it forks
+  if (!team.sizesTeams())
     return;
   saved = team.hostGet();
   int want = team.ownGet();
@@ -66,7 +71,7 @@ HostTeam::Scope::Scope(const HostTeam &team) : team(team) {
 }
 
 HostTeam::Scope::~Scope() {
-  if (team.active() && team.hostGet() != saved)
+  if (team.sizesTeams() && team.hostGet() != saved)
     team.hostSet(saved);
 }
 

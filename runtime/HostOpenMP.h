@@ -17,13 +17,17 @@ namespace rewire::runtime {
 std::string foreignOpenMP();
 
 /// Where oneDNN stays bound to the host's GNU libgomp while the artifact's
-/// loops run on LLVM's libomp (two pools; Model.cpp, openArtifact), oneDNN
-/// sizes its teams by the calling thread's libgomp setting, which the host
-/// sets as it likes: Debian's torch sets it to its own thread count on
-/// import (1 on some 2-core machines), and every GEMM then ran on one
-/// thread. HostTeam keeps both runtimes' entry points; a Scope gives the
-/// calling thread's libgomp team the artifact's libomp team size for one
-/// call and puts the host's back after it.
+/// loops run on LLVM's libomp (two pools; Model.cpp, openArtifact), each
+/// call sets on its thread:
+///  - libomp's block time to 0: the loops' threads sleep at once after a
+///    region instead of spinning 200 ms against oneDNN's (with torch
+///    imported: 1200 -> ~610 ms a GPT-2 forward);
+///  - libgomp's team size to libomp's, for the call only: oneDNN sizes its
+///    teams by the calling thread's libgomp setting, which the host sets as
+///    it likes (Debian's torch sets its own thread count on import, 1 on
+///    some 2-core machines, and every GEMM then ran on one thread).
+/// HostTeam keeps both runtimes' entry points; a Scope does the above for
+/// one call and puts the host's team size back after it.
 class HostTeam {
 public:
   HostTeam() = default;
@@ -32,10 +36,9 @@ public:
   ~HostTeam();
 
   /// Binds to the runtime in `foreignFile` (foreignOpenMP) and to the
-  /// libomp that the artifact at dlopen handle `artifact` resolves;
-  /// inactive where either cannot be reached.
+  /// libomp that the artifact at dlopen handle `artifact` resolves; what
+  /// cannot be reached is left alone.
   void bind(const std::string &foreignFile, void *artifact);
-  bool active() const { return hostSet != nullptr; }
 
   class Scope {
   public:
@@ -50,6 +53,9 @@ public:
   };
 
 private:
+  bool sizesTeams() const { return hostSet != nullptr; }
+
+  void (*setBlocktime)(int) = nullptr;
   void *host = nullptr;
   int (*hostGet)() = nullptr;
   void (*hostSet)(int) = nullptr;

@@ -114,9 +114,9 @@ private:
 /// its `environ` would bind to libc's own copy, which a host's executable
 /// does not update, and libomp crashed reading its settings from it. Where
 /// oneDNN is already loaded (Debian's torch links libdnnl) it stays bound to
-/// the host's runtime; `*twoPools` is then set and the caller makes the
-/// loops' threads sleep after each region instead (setBlocktime), and gives
-/// oneDNN's teams the artifact's size (HostTeam). DEEPBIND also means the
+/// the host's runtime; `*twoPools` is then set and each call makes the
+/// loops' threads sleep after each region instead and gives oneDNN's teams
+/// the artifact's size (HostTeam). DEEPBIND also means the
 /// artifact's malloc is libc's even where a host preloads another
 /// allocator; artifacts free what they allocate.
 static void *openArtifact(const std::string &path, const std::string &foreign, void **openmp,
@@ -149,12 +149,8 @@ struct Model::Impl {
   CallFn call = nullptr;
   /// rewire_kernels_describe's text (Executable::kernels).
   std::string kernels;
-  /// libomp's kmp_set_blocktime, when two OpenMP pools share the process
-  /// (openArtifact's twoPools): the loops' threads then sleep at once after a parallel
-  /// region instead of spinning 200 ms against oneDNN's (measured with
-  /// torch imported: 1200 -> ~610 ms).
-  void (*setBlocktime)(int) = nullptr;
-  /// With two pools: oneDNN's (libgomp's) team size, set per call.
+  /// With two pools (openArtifact's twoPools): what each call sets on its
+  /// thread (the loops' threads sleep after a region; oneDNN's team size).
   HostTeam hostTeam;
   /// rewire_set_output_hook (rewire/Support/CpuArtifact.h); null in
   /// artifacts of older compilers.
@@ -267,10 +263,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
   impl->setOutputHook = reinterpret_cast<void (*)(void (*)(void *, int64_t), void *)>(
       ::dlsym(impl->handle, cpu::kSetOutputHookSymbol));
-  if (twoPools) {
-    impl->setBlocktime = reinterpret_cast<void (*)(int)>(::dlsym(impl->handle, "kmp_set_blocktime"));
+  if (twoPools)
     impl->hostTeam.bind(foreign, impl->handle);
-  }
   bool anyParameters = false;
   for (const JsonValue &f : functions->array) {
     FunctionInfo info;
@@ -416,8 +410,6 @@ std::optional<std::string> Model::runRaw(const std::string &function,
   for (size_t i = 0; i < fn.outputs.size(); ++i)
     buffers.push_back(outputs[i] ? outputs[i] : empty);
   char message[1024];
-  if (impl->setBlocktime)
-    impl->setBlocktime(0); // per calling thread and the teams it forks
   HostTeam::Scope team(impl->hostTeam);
   if (impl->call(impl->entries[index], buffers.data(), message, sizeof(message)) != 0)
     return "'" + function + "' failed: " + std::string(message);
