@@ -42,6 +42,8 @@ def _library():
     lib.rewire_model_free.argtypes = [ctypes.c_void_p]
     for name in ("rewire_function_count",):
         getattr(lib, name).argtypes = [ctypes.c_void_p]
+    lib.rewire_model_describe.restype = ctypes.c_char_p
+    lib.rewire_model_describe.argtypes = [ctypes.c_void_p]
     lib.rewire_function_name.restype = ctypes.c_char_p
     lib.rewire_function_name.argtypes = [ctypes.c_void_p, ctypes.c_int32]
     lib.rewire_function_find.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
@@ -88,6 +90,12 @@ class Model:
         if getattr(self, "_handle", None):
             self._lib.rewire_model_free(self._handle)
             self._handle = None
+
+    def describe(self):
+        """What runs the model, as `rewire-run --describe` ends: a `kernels:`
+        line (GEMM library and ISA) and a `threads:` line (one OpenMP pool,
+        or two beside a host that loaded oneDNN itself)."""
+        return self._lib.rewire_model_describe(self._handle).decode(errors="replace")
 
     def functions(self):
         n = self._lib.rewire_function_count(self._handle)

@@ -9,6 +9,8 @@ using namespace rewire::runtime;
 
 struct rewire_model {
   std::unique_ptr<Model> model;
+  /// rewire_model_describe's text.
+  std::string whatRuns;
 };
 
 namespace {
@@ -71,10 +73,19 @@ rewire_model *rewire_model_load(const char *artifact, const char *parameters) {
     fail(error);
     return nullptr;
   }
-  return new rewire_model{std::move(model)};
+  std::string whatRuns = model->whatRuns();
+  return new rewire_model{std::move(model), std::move(whatRuns)};
 }
 
 void rewire_model_free(rewire_model *model) { delete model; }
+
+const char *rewire_model_describe(const rewire_model *model) {
+  if (!model) {
+    fail("rewire_model_describe: model is NULL");
+    return nullptr;
+  }
+  return model->whatRuns.c_str();
+}
 
 int32_t rewire_function_count(const rewire_model *m) {
   return m ? static_cast<int32_t>(m->model->functions().size()) : fail("model is NULL");

@@ -25,6 +25,13 @@ int64_t TensorInfo::byteSize() const {
 
 Executable::~Executable() = default;
 
+std::string Executable::whatRuns() const {
+  std::string text = "kernels: " + kernels() + "\n";
+  if (std::string pools = threads(); !pools.empty())
+    text += "threads: " + pools + "\n";
+  return text;
+}
+
 const FunctionInfo *Executable::function(const std::string &name) const {
   for (const FunctionInfo &f : functions())
     if (f.name == name)

@@ -10,7 +10,10 @@
 //===----------------------------------------------------------------------===//
 #include "HostOpenMP.h"
 
+#include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 
 namespace rewire::runtime {
 
@@ -27,6 +30,50 @@ std::string foreignOpenMP() {
 static std::string fileOf(void *fn) {
   Dl_info info;
   return fn && ::dladdr(fn, &info) && info.dli_fname ? info.dli_fname : "";
+}
+
+std::string boundFile(void *handle, const char *symbol) {
+  struct link_map *map = nullptr;
+  if (!handle || ::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_ld)
+    return "";
+  // glibc relocates the dynamic section's addresses in place where it is
+  // writable (x86-64); where not, they are still the file's offsets.
+  ElfW(Addr) base = map->l_addr;
+  auto at = [base](ElfW(Addr) p) { return p < base ? p + base : p; };
+  const ElfW(Sym) *symbols = nullptr;
+  const char *names = nullptr;
+  ElfW(Addr) tables[2] = {0, 0};
+  size_t sizes[2] = {0, 0};
+  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+    case DT_SYMTAB: symbols = reinterpret_cast<const ElfW(Sym) *>(at(d->d_un.d_ptr)); break;
+    case DT_STRTAB: names = reinterpret_cast<const char *>(at(d->d_un.d_ptr)); break;
+    case DT_JMPREL: tables[0] = at(d->d_un.d_ptr); break;
+    case DT_PLTRELSZ: sizes[0] = d->d_un.d_val; break;
+    case DT_RELA: tables[1] = at(d->d_un.d_ptr); break;
+    case DT_RELASZ: sizes[1] = d->d_un.d_val; break;
+    default: break;
+    }
+  }
+  if (!symbols || !names)
+    return "";
+  for (int t = 0; t < 2; ++t) {
+    auto *rel = reinterpret_cast<const ElfW(Rela) *>(tables[t]);
+    for (size_t i = 0; rel && i < sizes[t] / sizeof(ElfW(Rela)); ++i) {
+#if defined(__x86_64__)
+      unsigned type = ELF64_R_TYPE(rel[i].r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+        continue;
+#else
+      return ""; // the slot types are the target's: x86-64 only here
+#endif
+      const ElfW(Sym) &sym = symbols[ELF64_R_SYM(rel[i].r_info)];
+      if (std::strcmp(names + sym.st_name, symbol) != 0)
+        continue;
+      return fileOf(*reinterpret_cast<void *const *>(base + rel[i].r_offset));
+    }
+  }
+  return "";
 }
 
 void HostTeam::bind(const std::string &foreignFile, void *artifact) {

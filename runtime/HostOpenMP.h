@@ -16,6 +16,12 @@ namespace rewire::runtime {
 /// torch after its first model.
 std::string foreignOpenMP();
 
+/// The file that defines the `symbol` which the loaded object at dlopen
+/// handle `handle` calls: its relocated GOT slot for that symbol (the
+/// binding the dynamic linker made, whatever scope it searched); empty where
+/// the object has no such relocation or the target is unknown.
+std::string boundFile(void *handle, const char *symbol);
+
 /// Where oneDNN stays bound to the host's GNU libgomp while the artifact's
 /// loops run on LLVM's libomp (two pools; Model.cpp, openArtifact), each
 /// call sets on its thread:

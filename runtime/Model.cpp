@@ -116,25 +116,34 @@ private:
 /// oneDNN is already loaded (Debian's torch links libdnnl) it stays bound to
 /// the host's runtime; `*twoPools` is then set and each call makes the
 /// loops' threads sleep after each region instead and gives oneDNN's teams
-/// the artifact's size (HostTeam). DEEPBIND also means the
-/// artifact's malloc is libc's even where a host preloads another
-/// allocator; artifacts free what they allocate.
+/// the artifact's size (HostTeam). Whether the oneDNN in the process is the
+/// host's is read from where its GOMP_parallel is bound (boundFile), not
+/// from who loaded it: oneDNN that an earlier artifact brought stays loaded
+/// after that artifact is closed, bound to libomp, and the next artifact
+/// shares that pool (before, a second model beside PyPI's torch was taken
+/// for Debian's case and both models' loops slept after every region: a
+/// 2-layer GPT-2 68 -> 92 ms a forward). DEEPBIND also means the artifact's
+/// malloc is libc's even where a host preloads another allocator; artifacts
+/// free what they allocate.
 static void *openArtifact(const std::string &path, const std::string &foreign, void **openmp,
-                          bool *twoPools) {
+                          std::string *hostPool) {
   KeepAffinity keep;
   *openmp = nullptr;
-  *twoPools = false;
+  hostPool->clear();
   int flags = RTLD_NOW | RTLD_LOCAL;
   if (!foreign.empty()) {
     if (void *dnnl = ::dlopen(cpu::kDnnlSoname, RTLD_NOW | RTLD_NOLOAD)) {
+      std::string bound = boundFile(dnnl, "GOMP_parallel");
       ::dlclose(dnnl);
-      *twoPools = true;
-    } else if ((*openmp = ::dlopen((std::string(REWIRE_LLVM_LIB_DIR) + "/" + cpu::kOpenMPSoname).c_str(),
-                                     RTLD_NOW | RTLD_LOCAL))) {
-      flags |= RTLD_DEEPBIND;
-    } else {
-      *twoPools = true;
+      if (bound.find("libomp") == std::string::npos)
+        *hostPool = bound.empty() ? foreign : bound;
     }
+    if (hostPool->empty() &&
+        (*openmp = ::dlopen((std::string(REWIRE_LLVM_LIB_DIR) + "/" + cpu::kOpenMPSoname).c_str(),
+                            RTLD_NOW | RTLD_LOCAL)))
+      flags |= RTLD_DEEPBIND;
+    else if (hostPool->empty())
+      *hostPool = foreign;
   }
   return ::dlopen(path.c_str(), flags);
 }
@@ -149,6 +158,8 @@ struct Model::Impl {
   CallFn call = nullptr;
   /// rewire_kernels_describe's text (Executable::kernels).
   std::string kernels;
+  /// openArtifact's choice, in words (Executable::threads).
+  std::string threads;
   /// With two pools (openArtifact's twoPools): what each call sets on its
   /// thread (the loops' threads sleep after a region; oneDNN's team size).
   HostTeam hostTeam;
@@ -175,6 +186,7 @@ Model::~Model() = default;
 const std::vector<FunctionInfo> &Model::functions() const { return impl->functions; }
 const std::string &Model::metadata() const { return impl->metadata; }
 std::string Model::kernels() const { return impl->kernels; }
+std::string Model::threads() const { return impl->threads; }
 
 
 std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string &error,
@@ -201,9 +213,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   // dlopen searches the library path for names without a slash.
   std::string path = artifactPath.find('/') == std::string::npos ? "./" + artifactPath
                                                                   : artifactPath;
-  bool twoPools = false;
-  std::string foreign = foreignOpenMP();
-  impl->handle = openArtifact(path, foreign, &impl->openmp, &twoPools);
+  std::string foreign = foreignOpenMP(), hostPool;
+  impl->handle = openArtifact(path, foreign, &impl->openmp, &hostPool);
   if (!impl->handle) {
     const char *why = ::dlerror();
     error = "cannot load artifact '" + artifactPath + "': " + (why ? why : "unknown error") +
@@ -263,8 +274,14 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
   impl->setOutputHook = reinterpret_cast<void (*)(void (*)(void *, int64_t), void *)>(
       ::dlsym(impl->handle, cpu::kSetOutputHookSymbol));
-  if (twoPools)
-    impl->hostTeam.bind(foreign, impl->handle);
+  if (!hostPool.empty()) {
+    impl->hostTeam.bind(hostPool, impl->handle);
+    impl->threads = "two OpenMP pools: the loops on LLVM libomp, oneDNN on the host's " + hostPool +
+                    " (the host loaded oneDNN first); the loops' threads sleep after each region";
+  } else {
+    impl->threads = "one OpenMP pool (LLVM libomp) for the loops and oneDNN" +
+                    (foreign.empty() ? std::string() : ", beside the host's " + foreign);
+  }
   bool anyParameters = false;
   for (const JsonValue &f : functions->array) {
     FunctionInfo info;

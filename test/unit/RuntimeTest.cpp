@@ -56,5 +56,7 @@ TEST(RuntimeCApi, NullAndBadIndices) {
   EXPECT_EQ(rewire_model_run(nullptr, 0, 0, nullptr, 0, nullptr), -1);
   EXPECT_EQ(rewire_model_check(nullptr, 0, 0, nullptr, 0, nullptr), -1);
   EXPECT_STREQ(rewire_last_error(), "invalid model or function index 0");
+  EXPECT_EQ(rewire_model_describe(nullptr), nullptr);
+  EXPECT_STREQ(rewire_last_error(), "rewire_model_describe: model is NULL");
   rewire_model_free(nullptr);
 }

@@ -152,7 +152,7 @@ int runWith(const Executable *model, Options &o) {
         std::cout << "\n";
       }
     }
-    std::cout << "kernels: " << printable(model->kernels()) << "\n";
+    std::cout << printable(model->whatRuns());
     return 0;
   }
   const FunctionInfo *fn = model->function(o.function);

@@ -68,6 +68,13 @@ public:
   /// What runs the dense products there: "oneDNN 2.6.3 sgemm, ISA
   /// avx512_core" (the kernel oneDNN picked for this CPU), or "cuBLAS".
   virtual std::string kernels() const = 0;
+  /// Which thread pools run the parallel work, in words (CPU: one OpenMP
+  /// pool, or two beside a host that loaded oneDNN itself); empty where it
+  /// does not apply.
+  virtual std::string threads() const { return ""; }
+  /// kernels() and threads() as `rewire-run --describe` ends: "kernels:
+  /// ...\n" and, where not empty, "threads: ...\n".
+  std::string whatRuns() const;
   virtual bool isCuda() const = 0;
 
   /// Runs `function` on `inputs` (in declared order), allocating `outputs`.

@@ -42,6 +42,7 @@ public:
   const std::string &metadata() const override;
   std::string device() const override { return "cpu"; }
   std::string kernels() const override;
+  std::string threads() const override;
   bool isCuda() const override { return false; }
 
   /// Runs `function` on `inputs` (in declared order), allocating `outputs`.

@@ -31,6 +31,11 @@ const char *rewire_last_error(void);
 rewire_model *rewire_model_load(const char *artifact, const char *parameters);
 void rewire_model_free(rewire_model *model);
 
+/* What runs the model, as `rewire-run --describe` ends: "kernels: ...\n"
+ * (the GEMM library and ISA) and, where it applies, "threads: ...\n" (the
+ * thread pools). Valid while the model lives. */
+const char *rewire_model_describe(const rewire_model *model);
+
 /* Entry points: count, name, and index by name (-1 if absent). */
 int32_t rewire_function_count(const rewire_model *model);
 const char *rewire_function_name(const rewire_model *model, int32_t function);
