@@ -70,10 +70,11 @@ class Stack(nn.Module):
         return self.ln_f(x)
 
 
-def iree_runner(onnx_path, work, xn, want, threads):
-    """IREE (pip: iree-base-compiler, iree-base-runtime) on the same ONNX file:
-    iree-import-onnx, then iree-compile for this CPU (llvm-cpu, host
-    features); (run, version), or None when IREE is not installed or fails."""
+def iree_runner(onnx_path, work, xs, want, threads):
+    """IREE (pip: iree-base-compiler, iree-base-runtime) on the same ONNX file
+    and its inputs `xs` (a list of arrays): iree-import-onnx, then
+    iree-compile for this CPU (llvm-cpu, host features); (run, version), or
+    None when IREE is not installed or fails."""
     try:
         import iree.compiler  # noqa: F401  (installed?)
         import iree.runtime as rt
@@ -100,12 +101,12 @@ def iree_runner(onnx_path, work, xn, want, threads):
     ctx.add_vm_module(module)
     name = [n for n in module.function_names if not n.startswith("__") and "$" not in n][0]
     fn = ctx.modules[module.name][name]
-    got = np.asarray(fn(xn).to_host())
+    got = np.asarray(fn(*xs).to_host())
     print("IREE: compiled in %.1f s, max|err| vs torch %.1e" % (time.perf_counter() - t0,
                                                             np.abs(got - want).max()))
     from importlib.metadata import version as package_version
     version = package_version("iree-base-compiler")
-    return (lambda: fn(xn).to_host()), version
+    return (lambda: fn(*xs).to_host()), version
 
 
 def main():
@@ -180,7 +181,7 @@ def main():
         fns["torch_compile"] = compiled_run
     for form, (m, out) in models.items():
         fns[form] = (lambda m=m, out=out: m.run("forward", xn, outputs=out))
-    iree = iree_runner(onnx_path, work, xn, want, a.threads) if not a.no_iree else None
+    iree = iree_runner(onnx_path, work, [xn], want, a.threads) if not a.no_iree else None
     if iree:
         fns["iree"] = iree[0]
     raw = {}
