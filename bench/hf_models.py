@@ -15,8 +15,11 @@ token ids; output: the logits. Each ONNX file is compiled by `rewire-compile
 -O3` and checked against PyTorch before it is timed.
 
 Needs PyTorch 2.x, transformers, ONNX Runtime (and IREE, optional) from PyPI:
-the bench venv of docs/performance.md (`build/bench-venv`, plus
-`pip install transformers==5.24.0`). Not part of the test command.
+`bench/venv.sh` makes that venv (build/bench-venv). Not part of the test
+command. Rewire is timed in this process (the artifact's call with its
+output buffer kept, as the peers' are) and by `rewire-run --benchmark` in a
+process of its own; the ratios are the median over rounds of Rewire's time
+over the peer's in the same round, with a 95% bootstrap interval.
 """
 import argparse
 import json

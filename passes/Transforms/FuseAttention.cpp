@@ -191,7 +191,11 @@ bool peelScale(Value v, Value &inner, double &scale) {
 /// k ([B, H, Tk, D]) from k^T ([B, H, D, Tk]) as exporters write it: an
 /// nn.transpose swapping the last two dimensions (folded into a new
 /// permutation of its source), or the dynamo exporter's reshape to
-/// [B*H, Tk, D] -> transpose -> reshape back. Anything else: k^T transposed.
+/// [B*H, Tk, D] -> transpose -> reshape back, whose source is k reshaped
+/// (itself, or the grouped-query expansion [B, Hkv, H/Hkv, Tk, D] that
+/// LLaMA's repeat_kv writes). Anything else: k^T transposed, which the
+/// kernel reads a key at a time across rows (LLaMA's dynamo export, before:
+/// 9% of a forward).
 Value keysFrom(PatternRewriter &rw, Location loc, Value kt) {
   SmallVector<int64_t> perm = {0, 1, 3, 2};
   Value source = kt;
@@ -202,15 +206,20 @@ Value keysFrom(PatternRewriter &rw, Location loc, Value kt) {
   } else if (auto outer = kt.getDefiningOp<nn::ReshapeOp>()) {
     auto t = outer.getX().getDefiningOp<nn::TransposeOp>();
     auto in = t ? t.getX().getDefiningOp<nn::ReshapeOp>() : nn::ReshapeOp();
-    RankedTensorType ktt = rank4(kt), xt = in ? rank4(in.getX()) : RankedTensorType();
+    RankedTensorType ktt = rank4(kt);
     auto mid = in ? dyn_cast<RankedTensorType>(in.getType()) : RankedTensorType();
-    if (t && t.getPerm() && ArrayRef<int64_t>(*t.getPerm()) == ArrayRef<int64_t>{0, 2, 1} && xt &&
-        mid && mid.getRank() == 3 && xt.getDimSize(0) == ktt.getDimSize(0) &&
-        xt.getDimSize(1) == ktt.getDimSize(1) && xt.getDimSize(2) == ktt.getDimSize(3) &&
-        xt.getDimSize(3) == ktt.getDimSize(2) &&
-        mid.getDimSize(0) == xt.getDimSize(0) * xt.getDimSize(1)) {
-      perm = {0, 1, 2, 3};
-      source = in.getX();
+    auto x = in ? dyn_cast<RankedTensorType>(in.getX().getType()) : RankedTensorType();
+    if (t && t.getPerm() && ArrayRef<int64_t>(*t.getPerm()) == ArrayRef<int64_t>{0, 2, 1} && ktt &&
+        x && x.hasStaticShape() && mid && mid.getRank() == 3 && mid.hasStaticShape() &&
+        mid.getDimSize(0) == ktt.getDimSize(0) * ktt.getDimSize(1) &&
+        mid.getDimSize(1) == ktt.getDimSize(3) && mid.getDimSize(2) == ktt.getDimSize(2)) {
+      // k[b, h, t, d] = mid[b*H + h, t, d]: mid (and its source) reshaped.
+      auto keys = RankedTensorType::get({ktt.getDimSize(0), ktt.getDimSize(1), ktt.getDimSize(3),
+                                         ktt.getDimSize(2)},
+                                        ktt.getElementType());
+      if (x == keys)
+        return in.getX();
+      return nn::ReshapeOp::create(rw, loc, keys, in.getX()).getResult();
     }
   }
   if (perm == SmallVector<int64_t>{0, 1, 2, 3})

@@ -132,3 +132,29 @@ func.func @signed(%a: tensor<4xi8>, %b: tensor<4xi8>) -> (tensor<4xi8>, tensor<4
   %p = nn.pow %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
   return %q, %lt, %f, %p : tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi8>
 }
+
+// -----
+
+// A float power by the constant 2 or 3 is multiplies of the base alone (the
+// exponent is not read); any other exponent calls powf.
+// CHECK-LABEL: func.func @small_powers
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<2x4xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK-NEXT: %[[CUBE:.*]] = arith.mulf %[[SQ]], %[[X]] : f32
+// CHECK-NEXT: linalg.yield %[[CUBE]]
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<2x4xf32>)
+// CHECK-NEXT: ^bb0(%[[X2:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[SQ2:.*]] = arith.mulf %[[X2]], %[[X2]] : f32
+// CHECK-NEXT: linalg.yield %[[SQ2]]
+// CHECK: math.powf
+// CHECK-NOT: math.powf
+func.func @small_powers(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %three = nn.constant dense<3.0> : tensor<f32>
+  %cube = nn.pow %x, %three : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %two = nn.constant dense<2.0> : tensor<4xf32>
+  %sq = nn.pow %x, %two : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %other = nn.constant dense<[2.0, 3.0, 2.0, 2.0]> : tensor<4xf32>
+  %mixed = nn.pow %x, %other : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %cube, %sq, %mixed : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -125,6 +125,27 @@ func.func @sdpa(%q: tensor<2x4x8x8xf32>, %k: tensor<2x4x8x8xf32>, %v: tensor<2x4
 
 // -----
 
+// The dynamo exporter's k^T of grouped-query attention (LLaMA: 2 key-value
+// heads, each read by 2 query heads): the expansion [B, Hkv, H/Hkv, T, D]
+// reshaped to [B*H, T, D], transposed, reshaped back. k is that expansion
+// reshaped to [B, H, T, D], rows of keys, not k^T transposed.
+// CHECK-LABEL: func.func @grouped_keys
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x8x16xf32>, %[[KV:.*]]: tensor<1x2x2x8x16xf32>, %[[V:.*]]: tensor<1x4x8x16xf32>)
+func.func @grouped_keys(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x2x2x8x16xf32>, %v: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %r = nn.reshape %kv : tensor<1x2x2x8x16xf32> -> tensor<4x8x16xf32>
+  %t = nn.transpose %r {perm = array<i64: 0, 2, 1>} : (tensor<4x8x16xf32>) -> tensor<4x16x8xf32>
+  %kt = nn.reshape %t : tensor<4x16x8xf32> -> tensor<1x4x16x8xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x4x8x16xf32>, tensor<1x4x16x8xf32>) -> tensor<1x4x8x8xf32>
+  %p = nn.softmax %s {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %o = nn.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  // CHECK: %[[K:.*]] = nn.reshape %[[KV]] : tensor<1x2x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  // CHECK-NOT: nn.transpose
+  // CHECK: nn.attention %[[Q]], %[[K]], %[[V]] {scale = 1.000000e+00 : f32}
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
 // A causal pattern whose fill is not low enough to zero a weight (-100 is a
 // real score next to others near 0): the mask changes the result, not fused.
 // CHECK-LABEL: func.func @soft_fill

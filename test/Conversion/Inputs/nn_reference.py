@@ -12,9 +12,12 @@ def t(shape):
 
 
 def case(name, op, inputs, out_shape, ref):
+    """`op` is the op whose result is returned, or a list whose last entry
+    it is, after lines that define what it uses (constants)."""
+    *before, op = [op] if isinstance(op, str) else op
     args = ", ".join("%%%s: %s" % (n.rstrip("+"), t(s)) for n, s in inputs)
-    mlir = ('func.func @forward(%s) -> (%s {nn.name = "out"}) {\n  %%r = %s\n  return %%r : %s\n}\n'
-            % (args, t(out_shape), op, t(out_shape)))
+    mlir = ('func.func @forward(%s) -> (%s {nn.name = "out"}) {\n%s  %%r = %s\n  return %%r : %s\n}\n'
+            % (args, t(out_shape), "".join("  %s\n" % line for line in before), op, t(out_shape)))
     return name, mlir, inputs, ref
 
 
@@ -64,6 +67,16 @@ CASES = [
          [("x", S), ("y+", S)], S, lambda x, y: x / y),
     case("pow", "nn.pow %x, %y : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>",
          [("x+", S), ("y", [4])], S, lambda x, y: x ** y),
+    # constant exponents 2 and 3 are multiplies (any sign of x)
+    case("pow 3 (constant)", ["%c = nn.constant dense<3.0> : tensor<f32>",
+                              "nn.pow %x, %c : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>"],
+         [("x", S)], S, lambda x: x ** 3),
+    case("pow 2 (constant)", ["%c = nn.constant dense<2.0> : tensor<4xf32>",
+                              "nn.pow %x, %c : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>"],
+         [("x", S)], S, lambda x: x ** 2),
+    case("pow 2.5 (constant)", ["%c = nn.constant dense<2.5> : tensor<f32>",
+                                "nn.pow %x, %c : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>"],
+         [("x+", S)], S, lambda x: x ** 2.5),
     case("relu", "nn.relu %x : tensor<2x3x4xf32>", [("x", S)], S, lambda x: np.maximum(x, 0)),
     case("sigmoid", "nn.sigmoid %x : tensor<2x3x4xf32>", [("x", S)], S, lambda x: 1 / (1 + np.exp(-x))),
     case("tanh", "nn.tanh %x : tensor<2x3x4xf32>", [("x", S)], S, np.tanh),

@@ -110,7 +110,11 @@ def rewrite(cmd, previous):
         args[args.index("--rounds") + 1] = "2"
     if script.endswith("bench/gpt2_stack.py"):
         args += ["--layers", "1", "--seq", "16", "--d", "32", "--heads", "2", "--runs", "1",
-                 "--out", os.path.join(work, "bench.md")]
+                 "--no-iree", "--no-torch-compile", "--out", os.path.join(work, "bench.md")]
+    if script.endswith("bench/hf_models.py"):
+        args += ["--models", "gpt2", "--exporters", "torchscript", "--layers", "1", "--seq", "16",
+                 "--d", "32", "--heads", "2", "--rounds", "1", "--no-iree", "--no-torch-compile",
+                 "--work", os.path.join(work, "hf"), "--out", os.path.join(work, "hf.json")]
     if args[:2] == ["bash", os.path.join(src, "bench/gpu/prepare.sh")]:
         args.append(os.path.join(work, "gpu-check"))
         env["EMULATE"] = "1"
@@ -141,7 +145,9 @@ def needs(args, env):
         return "downloads the onnx wheel from PyPI to generate its node tests (a separate command)"
     if "fixture-venv.sh" in joined or "make-model-fixtures.py" in joined:
         return "downloads PyTorch 2.x from PyPI (~6 GB) to regenerate the committed fixtures"
-    if "bench/gpt2_stack.py" in joined or "bench/form_train_overhead.py" in joined:
+    if "bench/venv.sh" in joined:
+        return "downloads PyTorch 2.x, ONNX Runtime and IREE from PyPI (~6 GB) for the benchmarks"
+    if any("bench/%s" % b in joined for b in ("gpt2_stack.py", "form_train_overhead.py", "hf_models.py")):
         probe = subprocess.run([args[0], "-c", "import torch; assert int(torch.__version__[0]) >= 2"],
                                capture_output=True) if os.path.exists(args[0]) else None
         if probe is None or probe.returncode != 0:
