@@ -13,11 +13,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${BENCH_VENV:-$ROOT/build/bench-venv}"
-if [ ! -x "$VENV/bin/python" ]; then
-  /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-fi
-"$VENV/bin/pip" install -q torch==2.15.0 onnxruntime==1.32.0 iree-base-compiler==3.13.0 \
+"$ROOT/scripts/pypi-venv.sh" "$VENV" torch==2.15.0 onnxruntime==1.32.0 iree-base-compiler==3.13.0 \
   iree-base-runtime==3.13.0 onnx==1.23.2 onnxscript==0.7.2 scipy-openblas32==0.3.34.481.3 transformers==5.24.0 \
   safetensors==0.8.0 numpy==2.4.6 || exit 1
 "$VENV/bin/python" -c "import torch, onnxruntime, transformers; print('torch', torch.__version__, \

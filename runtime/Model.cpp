@@ -114,9 +114,9 @@ private:
 /// its `environ` would bind to libc's own copy, which a host's executable
 /// does not update, and libomp crashed reading its settings from it. Where
 /// oneDNN is already loaded (Debian's torch links libdnnl) it stays bound to
-/// the host's runtime; `*twoPools` is then set and each call makes the
-/// loops' threads sleep after each region instead and gives oneDNN's teams
-/// the artifact's size (HostTeam). Whether the oneDNN in the process is the
+/// the host's runtime; `*hostPool` then names that runtime, and each call
+/// makes the loops' threads sleep after each region instead and gives
+/// oneDNN's teams the artifact's size (HostTeam). Whether the oneDNN in the process is the
 /// host's is read from where its GOMP_parallel is bound (boundFile), not
 /// from who loaded it: oneDNN that an earlier artifact brought stays loaded
 /// after that artifact is closed, bound to libomp, and the next artifact
@@ -160,7 +160,7 @@ struct Model::Impl {
   std::string kernels;
   /// openArtifact's choice, in words (Executable::threads).
   std::string threads;
-  /// With two pools (openArtifact's twoPools): what each call sets on its
+  /// With two pools (openArtifact's hostPool): what each call sets on its
   /// thread (the loops' threads sleep after a region; oneDNN's team size).
   HostTeam hostTeam;
   /// rewire_set_output_hook (rewire/Support/CpuArtifact.h); null in

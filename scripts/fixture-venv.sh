@@ -11,10 +11,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TORCH_VENV:-$ROOT/build/torch-venv}"
-if [ ! -x "$VENV/bin/python" ]; then
-  /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-fi
-"$VENV/bin/pip" install -q torch==2.15.0 torchvision==0.29.2 transformers==5.24.0 timm==1.0.31 \
+"$ROOT/scripts/pypi-venv.sh" "$VENV" torch==2.15.0 torchvision==0.29.2 transformers==5.24.0 timm==1.0.31 \
   onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.32.0 safetensors==0.8.0 numpy==2.4.6 || exit 1
 "$VENV/bin/python" -c "import torch, transformers, timm, torchvision; print('torch', torch.__version__)"

@@ -193,9 +193,9 @@ bool peelScale(Value v, Value &inner, double &scale) {
 /// permutation of its source), or the dynamo exporter's reshape to
 /// [B*H, Tk, D] -> transpose -> reshape back, whose source is k reshaped
 /// (itself, or the grouped-query expansion [B, Hkv, H/Hkv, Tk, D] that
-/// LLaMA's repeat_kv writes). Anything else: k^T transposed, which the
-/// kernel reads a key at a time across rows (LLaMA's dynamo export, before:
-/// 9% of a forward).
+/// LLaMA's repeat_kv writes). Anything else: k^T transposed, keys the
+/// kernel reads strided by Tk (LLaMA's dynamo export, before: its attention
+/// loop 3.9% of a forward's samples, 0.4% with rows of keys).
 Value keysFrom(PatternRewriter &rw, Location loc, Value kt) {
   SmallVector<int64_t> perm = {0, 1, 3, 2};
   Value source = kt;
