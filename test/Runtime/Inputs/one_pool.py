@@ -52,7 +52,8 @@ def run(host, artifact, x, out):
     for i, m in enumerate((a, b)):
         for line in m.describe().splitlines():
             if line.startswith("threads: "):
-                print("model %d: %s" % (i + 1, line.split(" (")[0].split(":")[0:2][1].strip()))
+                # "threads: one OpenMP pool (LLVM libomp) ..." -> "one OpenMP pool"
+                print("model %d: %s" % (i + 1, line.split(":")[1].split(" (")[0].strip()))
     np.save(out, ys[0])
     print("ran")
 
