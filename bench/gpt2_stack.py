@@ -7,10 +7,12 @@ form over the plain model (forms at their identity/paper init).
     bench/gpt2_stack.py [--layers 12] [--batch 1] [--seq 512] [--runs 10]
                         [--forms add,ancre,review,...] [--out results.json]
 
-Installs nothing by itself when run from the build (ONNX Runtime comes from
-build/venv, made by scripts/bootstrap.sh; PyTorch is Debian's python3-torch
-or whatever `torch` imports). Run it with build/venv/bin/python. Prints a
-table; --out writes the numbers as JSON for docs/performance.md.
+Installs nothing by itself. The figures in docs/performance.md come from
+build/bench-venv (`bench/venv.sh`: PyTorch 2.x, ONNX Runtime and IREE from
+PyPI, what users run); build/venv/bin/python (Debian's PyTorch 1.13, ONNX
+Runtime from scripts/bootstrap.sh) runs it too, without torch.compile or
+IREE. Prints a table; --out writes the numbers as JSON for
+docs/performance.md.
 """
 import argparse
 import json
