@@ -197,7 +197,7 @@ def main():
         info["ms"] = t
         info["rounds_ms"] = raw
         print("\n%s, %d layers, d %d, 1 x %d tokens, %.1f GFLOP, %d threads, %d rounds (%s)" % (
-            name, a.layers, a.d, a.seq, flops / 1e9, a.threads, a.rounds, cpu_model()))
+            name, a.layers, a.d, a.seq, flops / 1e9, a.threads, a.rounds, results["machine"]))
         print("%-28s %10s %10s %9s" % ("", "median ms", "min ms", "GFLOP/s"))
         for k, (med, low) in t.items():
             print("%-28s %10.1f %10.1f %9.1f" % (k, med, low, flops / med / 1e6))
@@ -209,10 +209,10 @@ def main():
                 print("%-28s %10.1f %10.1f %9.1f" % ("rewire-run/" + exporter, own[0], own[1], flops / own[0] / 1e6))
             for peer in ("ort/" + exporter, "torch", "torch_compile", "iree/" + exporter):
                 if peer in raw:
-                    ratios = [x / y for x, y in zip(raw[rw], raw[peer])]
-                    lo, hi = paired_interval(ratios)
-                    info["ratios"]["%s / %s" % (rw, peer)] = [paired(raw, rw, peer), lo, hi]
-                    print("  %s / %s: %.3f (95%% %.3f-%.3f)" % (rw, peer, paired(raw, rw, peer), lo, hi))
+                    ratio = paired(raw, rw, peer)
+                    lo, hi = paired_interval([x / y for x, y in zip(raw[rw], raw[peer])])
+                    info["ratios"]["%s / %s" % (rw, peer)] = [ratio, lo, hi]
+                    print("  %s / %s: %.3f (95%% %.3f-%.3f)" % (rw, peer, ratio, lo, hi))
         results["models"][name] = info
         del fns
     if a.out:

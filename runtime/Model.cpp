@@ -138,12 +138,14 @@ static void *openArtifact(const std::string &path, const std::string &foreign, v
       if (bound.find("libomp") == std::string::npos)
         *hostPool = bound.empty() ? foreign : bound;
     }
-    if (hostPool->empty() &&
-        (*openmp = ::dlopen((std::string(REWIRE_LLVM_LIB_DIR) + "/" + cpu::kOpenMPSoname).c_str(),
-                            RTLD_NOW | RTLD_LOCAL)))
-      flags |= RTLD_DEEPBIND;
-    else if (hostPool->empty())
-      *hostPool = foreign;
+    if (hostPool->empty()) {
+      *openmp = ::dlopen((std::string(REWIRE_LLVM_LIB_DIR) + "/" + cpu::kOpenMPSoname).c_str(),
+                         RTLD_NOW | RTLD_LOCAL);
+      if (*openmp)
+        flags |= RTLD_DEEPBIND;
+      else
+        *hostPool = foreign;
+    }
   }
   return ::dlopen(path.c_str(), flags);
 }
