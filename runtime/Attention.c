@@ -320,6 +320,268 @@ static int mulAdd(size_t *total, size_t a, size_t b) {
   return 1;
 }
 
+/*===- The transposed block (AVX-512) --------------------------------------===
+ *
+ * One block of kBlockQ (64) queries computed with the queries along the
+ * vector lanes: its scores transposed, s^T = k q^T ([keys, 64], one key a
+ * row of four 16-float vectors), so the online softmax's max, exponentials
+ * and sums run across the 64 queries at once with no reduction across
+ * lanes, and the output transposed, o^T += v^T p^T ([dv, 64]). Both
+ * products are one micro-kernel: C[r][0:64] (+)= sum_t a(r, t) b[t][0:64],
+ * a read one broadcast element at a time through its own strides (keys or
+ * values in place, whatever their layout), b a block of rows of 64 floats
+ * (q^T packed once for the block, or p^T): 4 x 4 vectors of accumulators,
+ * so each broadcast feeds 4 FMAs and each b row 4 rows of C. The tile
+ * SGEMMs this replaces (oneDNN, single-threaded per tile) each packed
+ * their operands again and spent ~1/4 of their time outside their kernel.
+ * Used on CPUs with AVX-512F where no bias is added (none, or one that is
+ * 0 on every key the block attends: a causal mask held as data); the
+ * tiles above run otherwise.
+ *
+ *===----------------------------------------------------------------------===*/
+#include <immintrin.h>
+
+_Static_assert(kBlockQ == 64, "the transposed block holds 64 queries in four vectors");
+
+/* C[r][0:64] = (accumulate ? C[r][0:64] : 0) + sum_{t < depth} a[r * ars +
+ * t * ats] * b[t * 64 + 0:64], for r < rowsC; C's rows 64 floats apart. */
+__attribute__((target("avx512f"))) static void blockProduct(float *c, int64_t rowsC,
+                                                            const float *a, int64_t ars,
+                                                            int64_t ats, const float *b,
+                                                            int64_t depth, int accumulate) {
+  for (int64_t r0 = 0; r0 < rowsC; r0 += 4) {
+    int64_t mr = rowsC - r0 < 4 ? rowsC - r0 : 4;
+    const float *ar[4];
+    __m512 acc[4][4];
+    for (int i = 0; i < 4; ++i) {
+      /* Past the last row: row r0 again, computed and not stored. */
+      ar[i] = a + (r0 + (i < mr ? i : 0)) * ars;
+      for (int j = 0; j < 4; ++j)
+        acc[i][j] = accumulate && i < mr ? _mm512_loadu_ps(c + (r0 + i) * 64 + 16 * j)
+                                         : _mm512_setzero_ps();
+    }
+    for (int64_t t = 0; t < depth; ++t) {
+      const float *bt = b + t * 64;
+      __m512 b0 = _mm512_loadu_ps(bt), b1 = _mm512_loadu_ps(bt + 16),
+             b2 = _mm512_loadu_ps(bt + 32), b3 = _mm512_loadu_ps(bt + 48);
+      for (int i = 0; i < 4; ++i) {
+        __m512 x = _mm512_set1_ps(ar[i][t * ats]);
+        acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+        acc[i][2] = _mm512_fmadd_ps(x, b2, acc[i][2]);
+        acc[i][3] = _mm512_fmadd_ps(x, b3, acc[i][3]);
+      }
+    }
+    for (int i = 0; i < mr; ++i)
+      for (int j = 0; j < 4; ++j)
+        _mm512_storeu_ps(c + (r0 + i) * 64 + 16 * j, acc[i][j]);
+  }
+}
+
+/* expNonPositive on 16 lanes (the same steps). */
+__attribute__((target("avx512f"))) static inline __m512 expNonPositive16(__m512 x) {
+  const __m512 big = _mm512_set1_ps(12582912.0f);
+  __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), big), big);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)),
+                                23);
+  __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+  /* 0 below -87.3 (and for -inf); NaN stays NaN. */
+  __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(under, y, _mm512_setzero_ps());
+}
+
+/* The online softmax step of a transposed tile: st holds the scores of
+ * keys [j0, j0 + cols) (one key a row of 64 queries, unscaled); query i
+ * attends the keys before lim[i]. Scales them, updates the running max m
+ * and sum l of each query, leaves p^T (0 where not attended) in st and the
+ * factor exp(m_old - m_new) of each query in alpha. A query with no score
+ * yet (m -inf) keeps p 0 and alpha 1; a NaN score is skipped by the max
+ * and reaches p, l and the output, as in softmaxTile. */
+__attribute__((target("avx512f"))) static void softmaxBlock(float *st, int64_t j0, int64_t cols,
+                                                            const int32_t *lim, float scale,
+                                                            float *m, float *l, float *alpha) {
+  const __m512 minusInf = _mm512_set1_ps(-INFINITY), vscale = _mm512_set1_ps(scale);
+  __m512i limv[4];
+  __m512 mt[4];
+  for (int j = 0; j < 4; ++j) {
+    limv[j] = _mm512_loadu_si512(lim + 16 * j);
+    mt[j] = _mm512_loadu_ps(m + 16 * j);
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    __m512i key = _mm512_set1_epi32((int32_t)(j0 + c));
+    for (int j = 0; j < 4; ++j) {
+      __mmask16 kept = _mm512_cmp_epi32_mask(key, limv[j], _MM_CMPINT_LT);
+      __m512 sv = _mm512_mask_mul_ps(minusInf, kept, _mm512_loadu_ps(st + c * 64 + 16 * j),
+                                     vscale);
+      _mm512_storeu_ps(st + c * 64 + 16 * j, sv);
+      mt[j] = _mm512_max_ps(sv, mt[j]); /* a NaN score leaves the max as it was */
+    }
+  }
+  __m512 sum[4], mNew[4];
+  __mmask16 seen[4];
+  for (int j = 0; j < 4; ++j) {
+    mNew[j] = mt[j];
+    seen[j] = _mm512_cmp_ps_mask(mNew[j], minusInf, _CMP_NEQ_OQ);
+    sum[j] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < cols; ++c)
+    for (int j = 0; j < 4; ++j) {
+      __m512 sv = _mm512_loadu_ps(st + c * 64 + 16 * j);
+      __m512 p = _mm512_maskz_mov_ps(seen[j], expNonPositive16(_mm512_sub_ps(sv, mNew[j])));
+      _mm512_storeu_ps(st + c * 64 + 16 * j, p);
+      sum[j] = _mm512_add_ps(sum[j], p);
+    }
+  for (int j = 0; j < 4; ++j) {
+    __m512 mOld = _mm512_loadu_ps(m + 16 * j);
+    __m512 a = _mm512_mask_blend_ps(seen[j], _mm512_set1_ps(1.0f),
+                                    expNonPositive16(_mm512_sub_ps(mOld, mNew[j])));
+    _mm512_storeu_ps(alpha + 16 * j, a);
+    _mm512_storeu_ps(l + 16 * j, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * j), a, sum[j]));
+    _mm512_storeu_ps(m + 16 * j, _mm512_mask_blend_ps(seen[j], mOld, mNew[j]));
+  }
+}
+
+/* ot[c][0:64] *= alpha[0:64] for each of the dv rows. */
+__attribute__((target("avx512f"))) static void rescaleBlock(float *ot, int64_t dv,
+                                                            const float *alpha) {
+  __m512 a0 = _mm512_loadu_ps(alpha), a1 = _mm512_loadu_ps(alpha + 16),
+         a2 = _mm512_loadu_ps(alpha + 32), a3 = _mm512_loadu_ps(alpha + 48);
+  for (int64_t c = 0; c < dv; ++c) {
+    float *row = ot + c * 64;
+    _mm512_storeu_ps(row, _mm512_mul_ps(_mm512_loadu_ps(row), a0));
+    _mm512_storeu_ps(row + 16, _mm512_mul_ps(_mm512_loadu_ps(row + 16), a1));
+    _mm512_storeu_ps(row + 32, _mm512_mul_ps(_mm512_loadu_ps(row + 32), a2));
+    _mm512_storeu_ps(row + 48, _mm512_mul_ps(_mm512_loadu_ps(row + 48), a3));
+  }
+}
+
+/* The 16 x 16 block r (row i in r[i]) transposed in registers. */
+__attribute__((target("avx512f"))) static inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);     /* a0 b0 a1 b1 in each 128-bit lane */
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]); /* a2 b2 a3 b3 */
+  }
+  for (int i = 0; i < 16; i += 4) { /* lane L of r[i + j]: column 4L + j of rows i..i+3 */
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) { /* the lanes gathered across the groups of 4 rows */
+    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+    r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+  }
+}
+
+/* qt[c][r] = q[r * qsT + c * qsD] for r < rows (0 for the lanes past
+ * them), c < d: 16 x 16 blocks transposed in registers where the columns
+ * are contiguous (a query row strided by a whole token row, as a QKV
+ * projection leaves it, read element by element cost 10% of the kernel). */
+__attribute__((target("avx512f"))) static void packQueries(float *qt, const float *q, int64_t qsT,
+                                                           int64_t qsD, int64_t rows, int64_t d) {
+  if (rows < 64)
+    memset(qt, 0, (size_t)(d * 64) * sizeof(float));
+  int64_t r0 = 0, c0 = 0;
+  if (qsD == 1)
+    for (; r0 + 16 <= rows; r0 += 16)
+      for (c0 = 0; c0 + 16 <= d; c0 += 16) {
+        __m512 b[16];
+        for (int i = 0; i < 16; ++i)
+          b[i] = _mm512_loadu_ps(q + (r0 + i) * qsT + c0);
+        transpose16(b);
+        for (int j = 0; j < 16; ++j)
+          _mm512_storeu_ps(qt + (c0 + j) * 64 + r0, b[j]);
+      }
+  /* The rest element by element: the rows past the blocks, the columns
+   * past them in the blocks' rows. */
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = r < r0 ? c0 : 0; c < d; ++c)
+      qt[c * 64 + r] = q[r * qsT + c * qsD];
+}
+
+/* out[r * osT + c * osD] = ot[c][r] / l[r] for r < rows, c < dv, blocks
+ * transposed as in packQueries; rows with no key (l 0) NaN, or 0 with
+ * zeroMaskedRows, where also rows whose weights are NaN give 0. */
+__attribute__((target("avx512f"))) static void writeOutputs(float *out, int64_t osT, int64_t osD,
+                                                            const float *ot, const float *l,
+                                                            int64_t rows, int64_t dv,
+                                                            int64_t zeroMaskedRows) {
+  int64_t r0 = 0, c0 = 0;
+  if (osD == 1)
+    for (; r0 + 16 <= rows; r0 += 16) {
+      __m512 lr = _mm512_loadu_ps(l + r0);
+      for (c0 = 0; c0 + 16 <= dv; c0 += 16) {
+        __m512 b[16];
+        for (int j = 0; j < 16; ++j)
+          b[j] = _mm512_div_ps(_mm512_loadu_ps(ot + (c0 + j) * 64 + r0), lr);
+        transpose16(b);
+        for (int i = 0; i < 16; ++i)
+          _mm512_storeu_ps(out + (r0 + i) * osT + c0, b[i]);
+      }
+    }
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = out + r * osT;
+    int none = zeroMaskedRows ? !(l[r] > 0.0f) : l[r] == 0.0f;
+    for (int64_t c = none || r >= r0 ? 0 : c0; c < dv; ++c)
+      row[c * osD] = none ? (zeroMaskedRows ? 0.0f : NAN) : ot[c * 64 + r] / l[r];
+  }
+}
+
+/* Whether this CPU runs the transposed block (asked once: cpuid only). */
+static int transposedBlocks(void) {
+  static int cached = -1;
+  if (cached < 0) {
+    __builtin_cpu_init();
+    cached = __builtin_cpu_supports("avx512f") != 0;
+  }
+  return cached;
+}
+
+/* One block of `rows` queries from i0 over keys [0, end) with the
+ * transposed block: q at qb (strides qsT, qsD), keys and values of the
+ * block's batch and head at kb, vb; query r attends keys before lim[r]
+ * (the causal mask's and the bias's limits, at most end). Scratch: qt
+ * [d, 64], st [kBlockK, 64], ot [dv, 64], m, l, alpha [64]. Leaves the
+ * unnormalized output in ot and the sums in l (the caller divides). */
+static void transposedBlock(const float *qb, int64_t qsT, int64_t qsD, const float *kb,
+                            int64_t ksT, int64_t ksD, const float *vb, int64_t vsT, int64_t vsD,
+                            int64_t rows, int64_t end, const int32_t *lim, int64_t d, int64_t dv,
+                            float scale, float *qt, float *st, float *ot, float *m, float *l,
+                            float *alpha) {
+  packQueries(qt, qb, qsT, qsD, rows, d);
+  for (int64_t r = 0; r < 64; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  memset(ot, 0, (size_t)(dv * 64) * sizeof(float));
+  for (int64_t j0 = 0; j0 < end; j0 += kBlockK) {
+    int64_t cols = end - j0 < kBlockK ? end - j0 : kBlockK;
+    blockProduct(st, cols, kb + j0 * ksT, ksT, ksD, qt, d, 0);
+    softmaxBlock(st, j0, cols, lim, scale, m, l, alpha);
+    if (j0 > 0)
+      rescaleBlock(ot, dv, alpha);
+    blockProduct(ot, dv, vb + j0 * vsT, vsD, vsT, st, cols, 1);
+  }
+}
+
 /* Pointers are aligned bases with offsets in elements; strides in elements
  * for [B, H, T, D] (the bias: [B, H, Tq, Tk], 0 along broadcast
  * dimensions; `bias` 0: none); `flags`: bit 0 causal, bit 1
@@ -343,6 +605,9 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
   int64_t shift = tk - tq; /* query i attends keys j <= i + shift when causal */
   int64_t qBlocks = (tq + kBlockQ - 1) / kBlockQ;
   int64_t tasks = batch * heads * qBlocks;
+  /* The transposed block (above) where the CPU has it and key positions
+   * fit its 32-bit lanes. */
+  int fast = transposedBlocks() && tk < INT32_MAX;
   int team = threads > 0 ? (int)threads : omp_get_max_threads();
   if (team < 1)
     team = 1;
@@ -416,6 +681,19 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
       end = tk;
     if (keep)
       end = blockEnd(keep, rows, end, &zeroBias);
+    if (fast && (!Mb || zeroBias)) {
+      int32_t *lim = (int32_t *)w.limit;
+      for (int64_t r = 0; r < kBlockQ; ++r) {
+        int64_t n = r >= rows ? 0 : causal ? i0 + r + shift + 1 : tk;
+        if (keep && r < rows && keep[r].keys < n)
+          n = keep[r].keys;
+        lim[r] = (int32_t)(n < 0 ? 0 : n > end ? end : n);
+      }
+      transposedBlock(Qb, qsT, qsD, Kb, ksT, ksD, Vb, vsT, vsD, rows, end, lim, d, dv, scale,
+                      w.q, w.s, w.acc, w.m, w.l, w.alpha);
+      writeOutputs(Ob, osT, osD, w.acc, w.l, rows, dv, zeroMaskedRows);
+      continue;
+    }
     if (end <= 0)
       memset(w.acc, 0, (size_t)(rows * dv) * sizeof(float));
     for (int64_t j0 = 0; j0 < end; j0 += kBlockK) {

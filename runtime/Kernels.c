@@ -115,55 +115,6 @@ static void sgemmFailed(dnnl_status_t status, int64_t m, int64_t n, int64_t k) {
   failCall();
 }
 
-/* A product with few columns and many rows, op(A) B (mHC's coefficient
- * projection x . phi, 512x24x3072 at GPT-2-small width): oneDNN 2.6 threads
- * it unevenly. Measured on a Zen 3, 2 threads, caches flushed before each
- * call, 60 calls: 512x24x3072 best 0.46 ms both ways, mean 0.78 ms threaded
- * by oneDNN against 0.51 with each thread running a single-threaded SGEMM
- * on its share of the rows; inside an mHC train step 0.95 ms a call. Each
- * row is still summed by one thread in one call (the same kernel): the
- * bits do not depend on the team. Where oneDNN runs its AVX2 kernels,
- * NarrowGemm.c's kernel takes 2 to 24 columns first (faster still); this
- * serves the rest: AVX-512 CPUs, 1 and 25 to 31 columns. (In a micro-
- * benchmark that writes A with the threads before each call this split
- * lost to oneDNN's threading, 512x4x3072 mean 0.54 against 0.29 ms, while
- * in the mHC step above it won: the cases left are unmeasured in a step.)
- * Only for products large enough to share (m >= 256, k >= 256) outside a
- * parallel region; returns 0 where it does not apply. A share oneDNN
- * refuses ends the call (others may have written theirs: C cannot be
- * computed again from itself). */
-static int narrowRowSplit(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k,
-                          const float *pa, int64_t lda, const float *pb, int64_t ldb, float beta,
-                          float *pc, int64_t ldc) {
-  if (n >= 32 || m < 256 || k < 256 || omp_in_parallel())
-    return 0;
-  int team = omp_get_max_threads();
-  if (team > m / 128)
-    team = (int)(m / 128);
-  if (team < 2)
-    return 0;
-  int64_t share = ((m + team - 1) / team + 7) / 8 * 8;
-  int failed = (int)dnnl_success;
-#pragma omp parallel num_threads(team)
-  {
-    omp_set_num_threads(1); /* one thread per call, as in rewire_attention */
-    int64_t first = (int64_t)omp_get_thread_num() * share;
-    int64_t rows = first >= m ? 0 : (m - first < share ? m - first : share);
-    if (rows > 0) {
-      dnnl_status_t status =
-          dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, n, k, 1.0f,
-                     pa + (ta ? first : first * lda), lda, pb, ldb, beta, pc + first * ldc, ldc);
-      if (status != dnnl_success) {
-#pragma omp atomic write
-        failed = (int)status;
-      }
-    }
-  }
-  if (failed != (int)dnnl_success)
-    sgemmFailed((dnnl_status_t)failed, m, n, k);
-  return 1;
-}
-
 /* The 8 x 8 block at `a` (rows lda apart) transposed into `t` (rows ldt
  * apart), in registers. */
 __attribute__((target("avx"))) static void transposeBlock8(const float *a, int64_t lda, float *t,
@@ -220,9 +171,76 @@ static const float *transposedCopy(struct Scratch *s, const float *x, int64_t ld
   return t;
 }
 
-/* C = op(A) op(B) + beta C by oneDNN; a refusal ends the call. */
+/* The products a team shares by itself: at least 2^22 multiply-adds
+ * (~40 us on one core), and at least this many rows or columns a thread. */
+enum { kShareWork = 1 << 22, kShareMin = 64 };
+
+/* C = op(A) op(B) + beta C shared by the team outside a parallel region:
+ * each thread makes one single-threaded oneDNN call on its share of C's
+ * columns, or of its rows where C has more rows than columns (each thread
+ * then packs the operand it shares whole: the smaller of A and B). oneDNN
+ * threading the product itself ran slower and was bistable: in a process
+ * with Python (bench/gemm.py's runner, ten shapes of the GPT-2 forward and
+ * the benchmark GPT's train step, two processes each; Zen 4, family 25
+ * model 17, 2 threads; GFLOP/s, oneDNN's threads -> this): 256x1024x512
+ * A^T B 151, 153 -> 203, 217; 512x3072x768 193, 184 -> 211, 199 (rows
+ * 214, 212); 512x1024x256 201, 191 -> 223, 212; the other shapes within
+ * their run-to-run spread; in a C program 256-row products ran at ~152 or
+ * ~210 from process to process (a split at 217-222), and A B^T with B's rows
+ * 768 to 3072 floats apart gained 3-18% (512x768x3072 174 -> 206).
+ * It serves the products with few columns that an earlier row split took
+ * (oneDNN threads them unevenly: mHC's 512x24x3072 on a Zen 3, mean 0.78 ->
+ * 0.51 ms). Shares are multiples of 16 columns or 8 rows. Each element of C is
+ * summed by one single-threaded call: the same bits as the product on one
+ * thread, whatever the team. Returns 0 where it does not apply (a product
+ * too small to share, inside a parallel region, a team of one); a share
+ * oneDNN refuses ends the call (others may have written theirs: C cannot
+ * be computed again from itself). */
+static int teamSplit(char ta, char tb, int64_t m, int64_t n, int64_t k, const float *pa,
+                     int64_t lda, const float *pb, int64_t ldb, float beta, float *pc,
+                     int64_t ldc) {
+  if (k <= 0 || m * n < kShareWork / k || omp_in_parallel())
+    return 0;
+  int byColumns = m <= n;
+  int64_t extent = byColumns ? n : m, align = byColumns ? 16 : 8;
+  int team = omp_get_max_threads();
+  if (team > extent / kShareMin)
+    team = (int)(extent / kShareMin);
+  if (team < 2)
+    return 0;
+  int64_t share = ((extent + team - 1) / team + align - 1) / align * align;
+  int failed = (int)dnnl_success;
+#pragma omp parallel num_threads(team)
+  {
+    omp_set_num_threads(1); /* one thread per call, as in rewire_attention */
+    int64_t first = (int64_t)omp_get_thread_num() * share;
+    int64_t count = first >= extent ? 0 : (extent - first < share ? extent - first : share);
+    if (count > 0) {
+      const float *a = pa, *b = pb;
+      float *c = byColumns ? pc + first : pc + first * ldc;
+      if (byColumns)
+        b += tb == 'T' ? first * ldb : first;
+      else
+        a += ta == 'T' ? first : first * lda;
+      dnnl_status_t status = dnnl_sgemm(ta, tb, byColumns ? m : count, byColumns ? count : n, k,
+                                        1.0f, a, lda, b, ldb, beta, c, ldc);
+      if (status != dnnl_success) {
+#pragma omp atomic write
+        failed = (int)status;
+      }
+    }
+  }
+  if (failed != (int)dnnl_success)
+    sgemmFailed((dnnl_status_t)failed, m, n, k);
+  return 1;
+}
+
+/* C = op(A) op(B) + beta C by oneDNN, shared by the team where teamSplit
+ * applies; a refusal ends the call. */
 static void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float *pa,
                   int64_t lda, const float *pb, int64_t ldb, float beta, float *pc, int64_t ldc) {
+  if (teamSplit(ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
+    return;
   dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, beta, pc, ldc);
   if (status != dnnl_success)
     sgemmFailed(status, m, n, k);
@@ -320,8 +338,6 @@ void rewire_sgemm(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, int64
   if (ta && !tb && narrowTransposedA(m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;
   if (ta && !tb && transposedCopyProduct(m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
-    return;
-  if (narrowRowSplit(ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;
   if (!ta && tb && transposedCopyOfB(m, n, k, pa, lda, pb, ldb, beta, pc, ldc))
     return;

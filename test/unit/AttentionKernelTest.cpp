@@ -9,7 +9,8 @@
 // per-batch padding bias that masks every key of a row gives that row the
 // uniform weights of the expanded softmax (float64 reference, 1e-5). A
 // padding mask broadcast over the queries gives the bits of the same mask
-// materialized per query.
+// materialized per query. The forward against float64 on strided layouts,
+// unfilled blocks and unlike key and value widths.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 extern "C" {
@@ -218,6 +220,98 @@ TEST(AttentionKernel, PaddingMaskBroadcastOverQueries) {
     EXPECT_TRUE(sameBits(gOnce.dq, gEach.dq));
     EXPECT_TRUE(sameBits(gOnce.dk, gEach.dk));
     EXPECT_TRUE(sameBits(gOnce.dv, gEach.dv));
+  }
+}
+
+/// One operand of AgainstFloat64: [nb, nh, t, w] at `data` through strides.
+struct View {
+  std::vector<float> data;
+  int64_t sB, sH, sT, sD;
+  float at(int64_t b, int64_t h, int64_t t, int64_t c) const {
+    return data[b * sB + h * sH + t * sT + c * sD];
+  }
+};
+
+/// [nb, nh, t, w] random, laid out as `order` says: "bthd" interleaves the
+/// heads of a token (a QKV projection's output, row stride `pad` past
+/// nh * w), "bhdt" puts the tokens innermost (k^T read as keys).
+View makeView(int64_t nb, int64_t nh, int64_t t, int64_t w, const char *order, int64_t pad,
+              std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  View v;
+  if (std::string(order) == "bthd") {
+    int64_t row = nh * w + pad;
+    v = {std::vector<float>(nb * t * row), t * row, w, row, 1};
+  } else {
+    v = {std::vector<float>(nb * nh * w * t), nh * w * t, w * t, 1, t};
+  }
+  for (float &f : v.data)
+    f = dist(rng);
+  return v;
+}
+
+// The forward against float64 on the layouts and sizes the kernel's paths
+// meet: query blocks not filled (Tq 1, 63, 65, 130), more keys than
+// queries (causal with a shift), a key count past one key tile (128), heads
+// interleaved in a token's row as a QKV projection leaves them, keys with
+// the tokens innermost, a value width unlike the key width, and a padding
+// mask of 0 and finfo(float32).min (the kernel reads a bias of 0 on the
+// kept keys as limits). Tolerance 2e-6 plus 1e-5 of the output's scale.
+TEST(AttentionKernel, AgainstFloat64) {
+  const float lowest = std::numeric_limits<float>::lowest();
+  struct Case {
+    int64_t nb, nh, tq, tk, d, dv;
+    bool causal, padding;
+  };
+  std::mt19937 rng(23);
+  for (Case c : {Case{1, 2, 130, 130, 64, 64, true, false}, Case{2, 3, 65, 300, 24, 40, true, true},
+                 Case{1, 1, 1, 1, 64, 64, true, false}, Case{2, 2, 63, 63, 80, 17, false, true},
+                 Case{1, 3, 200, 200, 1, 5, true, true}, Case{2, 1, 130, 257, 16, 16, false, false}}) {
+    SCOPED_TRACE(testing::Message() << "B " << c.nb << " H " << c.nh << " Tq " << c.tq << " Tk "
+                                    << c.tk << " D " << c.d << " Dv " << c.dv << " causal "
+                                    << c.causal << " padding " << c.padding);
+    View q = makeView(c.nb, c.nh, c.tq, c.d, "bthd", 7, rng);
+    View k = makeView(c.nb, c.nh, c.tk, c.d, c.d % 2 ? "bthd" : "bhdt", 3, rng);
+    View v = makeView(c.nb, c.nh, c.tk, c.dv, "bthd", 0, rng);
+    View o = makeView(c.nb, c.nh, c.tq, c.dv, "bthd", 2, rng);
+    // Batch b keeps its first tk - 20 b keys.
+    std::vector<float> bias(c.nb * c.tk, 0.0f);
+    for (int64_t b = 0; b < c.nb; ++b)
+      for (int64_t j = c.tk - 20 * b; j < c.tk; ++j)
+        if (j >= 1)
+          bias[b * c.tk + j] = lowest;
+    const float scale = 1.0f / std::sqrt((float)c.d);
+    rewire_attention(ptr(q.data), 0, q.sB, q.sH, q.sT, q.sD, ptr(k.data), 0, k.sB, k.sH, k.sT, k.sD,
+                     ptr(v.data), 0, v.sB, v.sH, v.sT, v.sD, c.padding ? ptr(bias) : 0, 0, c.tk, 0,
+                     0, 1, ptr(o.data), 0, o.sB, o.sH, o.sT, o.sD, c.nb, c.nh, c.tq, c.tk, c.d, c.dv,
+                     c.causal ? 1 : 0, 2, scale);
+    for (int64_t b = 0; b < c.nb; ++b)
+      for (int64_t h = 0; h < c.nh; ++h)
+        for (int64_t i = 0; i < c.tq; ++i) {
+          int64_t keys = c.causal ? std::min(c.tk, i + c.tk - c.tq + 1) : c.tk;
+          if (c.padding)
+            keys = std::min(keys, std::max<int64_t>(1, c.tk - 20 * b));
+          std::vector<double> w(keys);
+          double top = -INFINITY, sum = 0.0, size = 0.0;
+          for (int64_t j = 0; j < keys; ++j) {
+            double s = 0.0;
+            for (int64_t x = 0; x < c.d; ++x)
+              s += (double)q.at(b, h, i, x) * k.at(b, h, j, x);
+            w[j] = s * scale;
+            top = std::max(top, w[j]);
+          }
+          for (double &x : w)
+            sum += x = std::exp(x - top);
+          for (int64_t x = 0; x < c.dv; ++x) {
+            double want = 0.0;
+            for (int64_t j = 0; j < keys; ++j) {
+              want += w[j] / sum * v.at(b, h, j, x);
+              size = std::max(size, (double)std::fabs(v.at(b, h, j, x)));
+            }
+            ASSERT_NEAR(o.at(b, h, i, x), want, 2e-6 + 1e-5 * size)
+                << "b " << b << " h " << h << " row " << i << " col " << x;
+          }
+        }
   }
 }
 

@@ -9,7 +9,8 @@
 // combination of transposes, padded leading dimensions, beta 0 (C holding
 // NaN, which must not be read), 1 and 0.5, on 1 and 2 threads. Inputs are
 // random; the tolerance is fp32 round-off of the sum of |terms| (1e-6 of
-// it, k up to 3072).
+// it, k up to 3072). Products the team shares give the same bits on 1, 2
+// and 3 threads.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -59,7 +60,10 @@ std::vector<float> product(const Shape &s, const Layout &l, bool ta, bool tb, fl
   return c;
 }
 
-void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed, int64_t ldbGiven = 0) {
+/// sameBits: the product is one rewire_sgemm shares over the team itself
+/// (Kernels.c's teamSplit): 1, 2 and 3 threads must give the same bits.
+void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed, int64_t ldbGiven = 0,
+           bool sameBits = false) {
   const Layout l(s, ta, tb, ldbGiven);
   const int64_t lda = l.lda, ldb = l.ldb, ldc = l.ldc;
   int64_t arows = ta ? s.k : s.m, brows = tb ? s.n : s.k;
@@ -112,9 +116,14 @@ void check(const Shape &s, bool ta, bool tb, float beta, uint32_t seed, int64_t 
   bool narrowKernel = s.n >= 2 && s.n <= 24 && (!ta || (s.n > 16 && s.m >= 2048)) &&
                       std::string(rewire_kernels_describe()).find("avx512") == std::string::npos &&
                       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (narrowKernel)
+  if (narrowKernel || sameBits)
     ASSERT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * sizeof(float)))
         << what << ": 1 and 2 threads differ";
+  if (sameBits) {
+    std::vector<float> three = product(s, l, ta, tb, beta, a, b, c0, 3);
+    ASSERT_EQ(0, std::memcmp(one.data(), three.data(), one.size() * sizeof(float)))
+        << what << ": 1 and 3 threads differ";
+  }
 }
 
 TEST(Sgemm, NarrowColumns) {
@@ -160,6 +169,27 @@ TEST(Sgemm, TransposedCopyOfB) {
                  Case{{15, 32, 1024}, 1024}, Case{{64, 31, 1024}, 1024}})
     for (float beta : {0.0f, 1.0f, 0.5f})
       check(c.s, false, true, beta, seed++, c.ldb);
+}
+
+// Products large enough for the team to share (Kernels.c's teamSplit): by
+// columns where C has at least as many columns as rows, else by rows;
+// extents that leave the last thread a short share or none (3 threads over
+// 130 columns: shares of 48), a product just over the size threshold
+// (2^22 multiply-adds) and one just under it (oneDNN's threads: values
+// only), A B^T with B's rows 1024
+// floats apart (a transposed copy first on AMD's AVX-512 CPUs). At least
+// 32 columns: narrower A^T B takes another path.
+TEST(Sgemm, SharedByTheTeam) {
+  uint32_t seed = 400;
+  for (Shape s : {Shape{300, 1000, 70}, Shape{1000, 300, 70}, Shape{130, 130, 300},
+                  Shape{64, 4097, 17}, Shape{2000, 40, 60}, Shape{256, 1024, 512},
+                  Shape{128, 256, 129}, Shape{128, 256, 127}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (float beta : {0.0f, 0.5f})
+          check(s, ta, tb, beta, seed++, 0, s.m * s.n * s.k >= (1 << 22));
+  for (float beta : {0.0f, 1.0f})
+    check(Shape{200, 300, 1000}, false, true, beta, seed++, 1024, true);
 }
 
 TEST(Sgemm, OtherShapes) {
