@@ -8,8 +8,11 @@
  * accumulated output rescaled by exp(m_old - m_new) when m grows), so the
  * [Tq, Tk] scores never exist beyond one kBlockQ x kBlockK tile, and key
  * blocks wholly after a block's last query are never computed (causal).
- * The two products of a tile are oneDNN SGEMMs (single-threaded inside the
- * parallel region), the softmax a vectorized pass over the tile.
+ * On CPUs with AVX-512 a block without a bias to add runs transposed (the
+ * queries along the vector lanes, its own micro-kernel: "The transposed
+ * block" below); otherwise the two products of a tile are oneDNN SGEMMs
+ * (single-threaded inside the parallel region), the softmax a vectorized
+ * pass over the tile.
  *
  * The optional bias (a mask as exporters write it: 0 where a key is
  * attended, -inf or finfo(float32).min where not) is read in place through
@@ -32,6 +35,8 @@
  * where(isnan(p), 0, p) does. `flags` bit 0: causal.
  *
  *===----------------------------------------------------------------------===*/
+#include "LibraryThreads.h"
+
 #include <oneapi/dnnl/dnnl.h>
 #include <math.h>
 #include <omp.h>
@@ -640,8 +645,8 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
   /* oneDNN's SGEMM splits a product over the threads it sees when it is
    * not inside an active parallel region (a team of one is not active), and
    * a split changes the sums' order: one thread each, always, so the bits
-   * do not depend on the team. */
-  omp_set_num_threads(1);
+   * do not depend on the team (LibraryThreads.h). */
+  int saved = rewire_library_threads_one();
   if (M)
     biasKeys(keepAll, M, msB, msH, msT, msK, nb, nh, tq, tk);
 #pragma omp for schedule(dynamic, 1)
@@ -731,6 +736,7 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
           out[c * osD] = acc[c] / w.l[r];
     }
   }
+  rewire_library_threads_restore(saved);
   }
   _mlir_memref_to_llvm_free(scratch);
   if (failed)
@@ -863,7 +869,7 @@ void rewire_attention_backward(
 
 #pragma omp parallel num_threads(team)
   {
-  omp_set_num_threads(1); /* see rewire_attention */
+  int saved = rewire_library_threads_one(); /* see rewire_attention */
   if (M)
     biasKeys(keepAll, M, msB, msH, msT, msK, nb, nh, tq, tk);
 #pragma omp for schedule(dynamic, 1)
@@ -1002,6 +1008,7 @@ void rewire_attention_backward(
         DVb[j * dvsT + c * dvsD] = nanHead ? NAN : w.dv[j * dv + c];
     }
   }
+  rewire_library_threads_restore(saved);
   }
   _mlir_memref_to_llvm_free(scratch);
   if (failed)

@@ -5,10 +5,14 @@
 // oneDNN use too where it can. Where it cannot (the host loaded oneDNN
 // itself, as Debian's torch does), oneDNN's teams are libgomp's, sized by
 // settings the host owns: HostTeam gives them the artifact's size for the
-// length of a call (and makes the loops' threads sleep after each region).
+// length of a call (and makes the loops' threads sleep after each region),
+// and hands the artifact the host runtime's team setting, so that oneDNN
+// calls made inside the artifact's own regions run on their thread alone.
 //
 //===----------------------------------------------------------------------===//
 #include "HostOpenMP.h"
+
+#include "rewire/Support/CpuArtifact.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -97,6 +101,12 @@ void HostTeam::bind(const std::string &foreignFile, void *artifact) {
   ownGet = reinterpret_cast<int (*)()>(own);
   hostGet = get;
   hostSet = set;
+  // The artifact's regions that make their own oneDNN calls set oneDNN's
+  // team to 1 through these (runtime/LibraryThreads.h).
+  using SetLibraryThreads = void (*)(int (*)(), void (*)(int));
+  if (auto setThreads = reinterpret_cast<SetLibraryThreads>(
+          ::dlsym(artifact, cpu::kSetLibraryThreadsSymbol)))
+    setThreads(get, set);
 }
 
 HostTeam::~HostTeam() {

@@ -32,6 +32,9 @@ std::string boundFile(void *handle, const char *symbol);
 ///    teams by the calling thread's libgomp setting, which the host sets as
 ///    it likes (Debian's torch sets its own thread count on import, 1 on
 ///    some 2-core machines, and every GEMM then ran on one thread).
+/// At bind it also hands the artifact libgomp's team setting
+/// (rewire_set_library_threads), by which the artifact's own regions make
+/// their oneDNN calls single-threaded (runtime/LibraryThreads.h).
 /// HostTeam keeps both runtimes' entry points; a Scope does the above for
 /// one call and puts the host's team size back after it.
 class HostTeam {

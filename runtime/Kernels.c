@@ -16,6 +16,7 @@
  * Plain C: an artifact needs no C++ runtime.
  *
  *===----------------------------------------------------------------------===*/
+#include "LibraryThreads.h"
 #include "NarrowGemm.h"
 #include "Scratch.h"
 #include "TemporaryCache.h"
@@ -115,6 +116,32 @@ static void sgemmFailed(dnnl_status_t status, int64_t m, int64_t n, int64_t k) {
   failCall();
 }
 
+/* The host's OpenMP runtime where oneDNN is bound to it (two pools;
+ * LibraryThreads.h): its omp_get_max_threads and omp_set_num_threads, set
+ * by the runtime at load; null with one pool. */
+static int (*libraryGetThreads)(void);
+static void (*librarySetThreads)(int);
+
+void rewire_set_library_threads(int (*get)(void), void (*set)(int)) {
+  libraryGetThreads = get && set ? get : 0;
+  librarySetThreads = get && set ? set : 0;
+}
+
+int rewire_library_threads_one(void) {
+  omp_set_num_threads(1);
+  if (!librarySetThreads)
+    return 0;
+  int saved = libraryGetThreads();
+  if (saved != 1)
+    librarySetThreads(1);
+  return saved;
+}
+
+void rewire_library_threads_restore(int saved) {
+  if (librarySetThreads && saved > 0 && saved != 1)
+    librarySetThreads(saved);
+}
+
 /* The 8 x 8 block at `a` (rows lda apart) transposed into `t` (rows ldt
  * apart), in registers. */
 __attribute__((target("avx"))) static void transposeBlock8(const float *a, int64_t lda, float *t,
@@ -212,7 +239,7 @@ static int teamSplit(char ta, char tb, int64_t m, int64_t n, int64_t k, const fl
   int failed = (int)dnnl_success;
 #pragma omp parallel num_threads(team)
   {
-    omp_set_num_threads(1); /* one thread per call, as in rewire_attention */
+    int saved = rewire_library_threads_one(); /* one thread per call */
     int64_t first = (int64_t)omp_get_thread_num() * share;
     int64_t count = first >= extent ? 0 : (extent - first < share ? extent - first : share);
     if (count > 0) {
@@ -229,6 +256,7 @@ static int teamSplit(char ta, char tb, int64_t m, int64_t n, int64_t k, const fl
         failed = (int)status;
       }
     }
+    rewire_library_threads_restore(saved);
   }
   if (failed != (int)dnnl_success)
     sgemmFailed((dnnl_status_t)failed, m, n, k);

@@ -37,6 +37,13 @@ constexpr const char *kKernelsSymbol = "rewire_kernels_describe";
 /// trainer starts summing a gradient while the backward goes on). Null
 /// removes it. Absent from artifacts of older compilers.
 constexpr const char *kSetOutputHookSymbol = "rewire_set_output_hook";
+/// `void rewire_set_library_threads(int (*get)(void), void (*set)(int))`:
+/// where oneDNN is bound to the host's OpenMP runtime (two pools), that
+/// runtime's omp_get_max_threads and omp_set_num_threads, so that the
+/// artifact's own parallel regions can make their oneDNN calls
+/// single-threaded (runtime/LibraryThreads.h). Absent from artifacts of
+/// older compilers.
+constexpr const char *kSetLibraryThreadsSymbol = "rewire_set_library_threads";
 /// What the generated code calls: `void rewire_output_ready(int64_t output)`.
 constexpr const char *kOutputReadySymbol = "rewire_output_ready";
 /// The libraries artifacts link for GEMMs and parallel loops (`-ldnnl`,
