@@ -38,9 +38,11 @@
 #include "LibraryThreads.h"
 
 #include <oneapi/dnnl/dnnl.h>
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Kernels.c: the artifact's allocator for temporaries (ends the call with a
@@ -344,8 +346,6 @@ static int mulAdd(size_t *total, size_t a, size_t b) {
  * tiles above run otherwise.
  *
  *===----------------------------------------------------------------------===*/
-#include <immintrin.h>
-
 _Static_assert(kBlockQ == 64, "the transposed block holds 64 queries in four vectors");
 
 /* C[r][0:64] = (accumulate ? C[r][0:64] : 0) + sum_{t < depth} a[r * ars +
@@ -550,14 +550,17 @@ __attribute__((target("avx512f"))) static void writeOutputs(float *out, int64_t 
   }
 }
 
-/* Whether this CPU runs the transposed block (asked once: cpuid only). */
+/* Whether this call runs the transposed block: the CPU has AVX-512F (asked
+ * once: cpuid only), unless REWIRE_ATTENTION_TILES=1 asks for the tiles
+ * that other CPUs run (for tests of both paths on one machine). */
 static int transposedBlocks(void) {
-  static int cached = -1;
-  if (cached < 0) {
+  static int cpu = -1;
+  if (cpu < 0) {
     __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx512f") != 0;
+    cpu = __builtin_cpu_supports("avx512f") != 0;
   }
-  return cached;
+  const char *tiles = getenv("REWIRE_ATTENTION_TILES");
+  return cpu && !(tiles && strcmp(tiles, "1") == 0);
 }
 
 /* One block of `rows` queries from i0 over keys [0, end) with the

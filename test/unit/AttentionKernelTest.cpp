@@ -10,7 +10,9 @@
 // uniform weights of the expanded softmax (float64 reference, 1e-5). A
 // padding mask broadcast over the queries gives the bits of the same mask
 // materialized per query. The forward against float64 on strided layouts,
-// unfilled blocks and unlike key and value widths.
+// unfilled blocks and unlike key and value widths. The forward's two paths
+// (AVX-512's transposed blocks, the tiles other CPUs run) each pass the
+// tests that reach them without a bias to add.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -116,41 +118,57 @@ bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-TEST(AttentionKernel, CausalBiasIsTheCausalFlag) {
-  const float lowest = std::numeric_limits<float>::lowest();
-  for (auto [tq, tk] : {std::pair<int64_t, int64_t>{150, 150}, {1, 1}, {64, 64}, {100, 170}}) {
-    for (float masked : {-INFINITY, lowest}) {
-      SCOPED_TRACE(testing::Message() << "Tq " << tq << " Tk " << tk << " masked " << masked);
-      Inputs in = makeInputs(tq, tk, 7);
-      std::vector<float> bias = causalBias(tq, tk, masked);
-      BiasStrides shared{0, tk};
-      std::vector<float> flag = forward(in, nullptr, shared, true);
-      std::vector<float> data = forward(in, &bias, shared, false);
-      EXPECT_TRUE(sameBits(flag, data));
-      Grads gFlag = backward(in, flag, nullptr, shared, true);
-      Grads gData = backward(in, data, &bias, shared, false);
-      EXPECT_TRUE(sameBits(gFlag.dq, gData.dq));
-      EXPECT_TRUE(sameBits(gFlag.dk, gData.dk));
-      EXPECT_TRUE(sameBits(gFlag.dv, gData.dv));
-    }
+/// Runs `body` on the kernel's transposed blocks (where the CPU has
+/// AVX-512F) and on its tiles (what other CPUs run: REWIRE_ATTENTION_TILES).
+template <typename Body> void onBothPaths(Body body) {
+  for (bool tiles : {false, true}) {
+    SCOPED_TRACE(tiles ? "tiles" : "transposed blocks where the CPU has them");
+    if (tiles)
+      setenv("REWIRE_ATTENTION_TILES", "1", 1);
+    body();
+    unsetenv("REWIRE_ATTENTION_TILES");
   }
 }
 
+TEST(AttentionKernel, CausalBiasIsTheCausalFlag) {
+  onBothPaths([] {
+    const float lowest = std::numeric_limits<float>::lowest();
+    for (auto [tq, tk] : {std::pair<int64_t, int64_t>{150, 150}, {1, 1}, {64, 64}, {100, 170}}) {
+      for (float masked : {-INFINITY, lowest}) {
+        SCOPED_TRACE(testing::Message() << "Tq " << tq << " Tk " << tk << " masked " << masked);
+        Inputs in = makeInputs(tq, tk, 7);
+        std::vector<float> bias = causalBias(tq, tk, masked);
+        BiasStrides shared{0, tk};
+        std::vector<float> flag = forward(in, nullptr, shared, true);
+        std::vector<float> data = forward(in, &bias, shared, false);
+        EXPECT_TRUE(sameBits(flag, data));
+        Grads gFlag = backward(in, flag, nullptr, shared, true);
+        Grads gData = backward(in, data, &bias, shared, false);
+        EXPECT_TRUE(sameBits(gFlag.dq, gData.dq));
+        EXPECT_TRUE(sameBits(gFlag.dk, gData.dk));
+        EXPECT_TRUE(sameBits(gFlag.dv, gData.dv));
+      }
+    }
+  });
+}
+
 TEST(AttentionKernel, MaskedScoresAreNotComputed) {
-  const int64_t t = 150, nanKey = 120;
-  Inputs in = makeInputs(t, t, 11);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      in.k[((b * H + h) * t + nanKey) * D + 3] = NAN;
-  std::vector<float> bias = causalBias(t, t, -INFINITY);
-  std::vector<float> data = forward(in, &bias, {0, t}, false);
-  EXPECT_TRUE(sameBits(forward(in, nullptr, {0, t}, true), data));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < t; ++i)
-        for (int64_t c = 0; c < D; ++c)
-          ASSERT_EQ(std::isnan(data[((b * H + h) * t + i) * D + c]), i >= nanKey)
-              << "b " << b << " h " << h << " row " << i;
+  onBothPaths([] {
+    const int64_t t = 150, nanKey = 120;
+    Inputs in = makeInputs(t, t, 11);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        in.k[((b * H + h) * t + nanKey) * D + 3] = NAN;
+    std::vector<float> bias = causalBias(t, t, -INFINITY);
+    std::vector<float> data = forward(in, &bias, {0, t}, false);
+    EXPECT_TRUE(sameBits(forward(in, nullptr, {0, t}, true), data));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t c = 0; c < D; ++c)
+            ASSERT_EQ(std::isnan(data[((b * H + h) * t + i) * D + c]), i >= nanKey)
+                << "b " << b << " h " << h << " row " << i;
+  });
 }
 
 TEST(AttentionKernel, FullyMaskedRowWeighsEveryKey) {
@@ -257,7 +275,7 @@ View makeView(int64_t nb, int64_t nh, int64_t t, int64_t w, const char *order, i
 // the tokens innermost, a value width unlike the key width, and a padding
 // mask of 0 and finfo(float32).min (the kernel reads a bias of 0 on the
 // kept keys as limits). Tolerance 2e-6 plus 1e-5 of the output's scale.
-TEST(AttentionKernel, AgainstFloat64) {
+void againstFloat64() {
   const float lowest = std::numeric_limits<float>::lowest();
   struct Case {
     int64_t nb, nh, tq, tk, d, dv;
@@ -314,5 +332,7 @@ TEST(AttentionKernel, AgainstFloat64) {
         }
   }
 }
+
+TEST(AttentionKernel, AgainstFloat64) { onBothPaths(againstFloat64); }
 
 } // namespace
