@@ -173,12 +173,13 @@ TEST(Sgemm, TransposedCopyOfB) {
 
 // Products large enough for the team to share (Kernels.c's teamSplit): by
 // columns where C has at least as many columns as rows, else by rows;
-// extents that leave the last thread a short share or none (3 threads over
-// 130 columns: shares of 48), a product just over the size threshold
+// extents that leave the last thread a short share (130 columns: a team
+// of 2, at least 64 a thread, shares of 80 and 50; 4097 columns on 3
+// threads: 1376, 1376, 1345), a product just over the size threshold
 // (2^22 multiply-adds) and one just under it (oneDNN's threads: values
-// only), A B^T with B's rows 1024
-// floats apart (a transposed copy first on AMD's AVX-512 CPUs). At least
-// 32 columns: narrower A^T B takes another path.
+// only), A B^T with B's rows 1024 floats apart (a transposed copy first on
+// AMD's AVX-512 CPUs). At least 32 columns: narrower A^T B takes another
+// path.
 TEST(Sgemm, SharedByTheTeam) {
   uint32_t seed = 400;
   for (Shape s : {Shape{300, 1000, 70}, Shape{1000, 300, 70}, Shape{130, 130, 300},
