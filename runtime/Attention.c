@@ -563,6 +563,14 @@ static int transposedBlocks(void) {
   return cpu && !(tiles && strcmp(tiles, "1") == 0);
 }
 
+/* How this CPU runs rewire_attention's blocks without a bias to add
+ * (rewire/Support/CpuArtifact.h, kAttentionSymbol). */
+const char *rewire_attention_describe(void) {
+  return transposedBlocks()
+             ? "64-query blocks along AVX-512 vector lanes (its own micro-kernel)"
+             : "64-query blocks, 128-key tiles on oneDNN's sgemm";
+}
+
 /* One block of `rows` queries from i0 over keys [0, end) with the
  * transposed block: q at qb (strides qsT, qsD), keys and values of the
  * block's batch and head at kb, vb; query r attends keys before lim[r]

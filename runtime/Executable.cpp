@@ -29,6 +29,8 @@ std::string Executable::whatRuns() const {
   std::string text = "kernels: " + kernels() + "\n";
   if (std::string pools = threads(); !pools.empty())
     text += "threads: " + pools + "\n";
+  if (std::string fused = attention(); !fused.empty())
+    text += "attention: " + fused + "\n";
   return text;
 }
 

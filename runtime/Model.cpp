@@ -162,6 +162,9 @@ struct Model::Impl {
   std::string kernels;
   /// openArtifact's choice, in words (Executable::threads).
   std::string threads;
+  /// rewire_attention_describe's text where the model has fused attention
+  /// (Executable::attention).
+  std::string attention;
   /// With two pools (openArtifact's hostPool): what each call sets on its
   /// thread (the loops' threads sleep after a region; oneDNN's team size).
   HostTeam hostTeam;
@@ -189,6 +192,7 @@ const std::vector<FunctionInfo> &Model::functions() const { return impl->functio
 const std::string &Model::metadata() const { return impl->metadata; }
 std::string Model::kernels() const { return impl->kernels; }
 std::string Model::threads() const { return impl->threads; }
+std::string Model::attention() const { return impl->attention; }
 
 
 std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string &error,
@@ -274,6 +278,8 @@ std::unique_ptr<Model> Model::load(const std::string &artifactPath, std::string 
   using DescribeFn = const char *(*)();
   auto describe = reinterpret_cast<DescribeFn>(::dlsym(impl->handle, cpu::kKernelsSymbol));
   impl->kernels = describe ? describe() : "unknown (an artifact of an older rewire-compile)";
+  if (auto attention = reinterpret_cast<DescribeFn>(::dlsym(impl->handle, cpu::kAttentionSymbol)))
+    impl->attention = attention();
   impl->setOutputHook = reinterpret_cast<void (*)(void (*)(void *, int64_t), void *)>(
       ::dlsym(impl->handle, cpu::kSetOutputHookSymbol));
   if (!hostPool.empty()) {

@@ -72,8 +72,13 @@ public:
   /// pool, or two beside a host that loaded oneDNN itself); empty where it
   /// does not apply.
   virtual std::string threads() const { return ""; }
-  /// kernels() and threads() as `rewire-run --describe` ends: "kernels:
-  /// ...\n" and, where not empty, "threads: ...\n".
+  /// How fused attention runs (CPU: 64-query blocks on AVX-512 lanes, or
+  /// key tiles on oneDNN); empty where the model has none or it does not
+  /// apply.
+  virtual std::string attention() const { return ""; }
+  /// kernels(), threads() and attention() as `rewire-run --describe` ends:
+  /// "kernels: ...\n" and, where not empty, "threads: ...\n" and
+  /// "attention: ...\n".
   std::string whatRuns() const;
   virtual bool isCuda() const = 0;
 

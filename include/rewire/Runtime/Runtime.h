@@ -43,6 +43,7 @@ public:
   std::string device() const override { return "cpu"; }
   std::string kernels() const override;
   std::string threads() const override;
+  std::string attention() const override;
   bool isCuda() const override { return false; }
 
   /// Runs `function` on `inputs` (in declared order), allocating `outputs`.

@@ -30,6 +30,10 @@ constexpr const char *kCallSymbol = "rewire_artifact_call";
 /// `const char *rewire_kernels_describe(void)`: what runs the artifact's
 /// GEMMs on this CPU ("oneDNN 2.6.3 sgemm, ISA avx512_core"; runtime/Kernels.c).
 constexpr const char *kKernelsSymbol = "rewire_kernels_describe";
+/// `const char *rewire_attention_describe(void)`: how the fused attention
+/// kernel runs on this CPU (runtime/Attention.c); present only in artifacts
+/// whose model has fused attention.
+constexpr const char *kAttentionSymbol = "rewire_attention_describe";
 /// `void rewire_set_output_hook(void (*hook)(void *context, int64_t output),
 ///                              void *context)`: for the calls that follow on
 /// this thread, generated code calls `hook(context, k)` as soon as output k
