@@ -522,9 +522,23 @@ __attribute__((target("avx512f"))) static void packQueries(float *qt, const floa
       qt[c * 64 + r] = q[r * qsT + c * qsD];
 }
 
+/* One output row: row[c * osD] = acc[c * accStride] / l for c in [from,
+ * dv); a row with no key (l 0) is NaN, or 0 with zeroMaskedRows, where a
+ * row whose weights are NaN is 0 too (then every column, whatever `from`). */
+static void outputRow(float *row, int64_t osD, const float *acc, int64_t accStride, float l,
+                      int64_t from, int64_t dv, int64_t zeroMaskedRows) {
+  if (zeroMaskedRows ? !(l > 0.0f) : l == 0.0f) {
+    for (int64_t c = 0; c < dv; ++c)
+      row[c * osD] = zeroMaskedRows ? 0.0f : NAN;
+    return;
+  }
+  for (int64_t c = from; c < dv; ++c)
+    row[c * osD] = acc[c * accStride] / l;
+}
+
 /* out[r * osT + c * osD] = ot[c][r] / l[r] for r < rows, c < dv, blocks
- * transposed as in packQueries; rows with no key (l 0) NaN, or 0 with
- * zeroMaskedRows, where also rows whose weights are NaN give 0. */
+ * transposed as in packQueries, the rest and the rows with no key by
+ * outputRow. */
 __attribute__((target("avx512f"))) static void writeOutputs(float *out, int64_t osT, int64_t osD,
                                                             const float *ot, const float *l,
                                                             int64_t rows, int64_t dv,
@@ -542,12 +556,8 @@ __attribute__((target("avx512f"))) static void writeOutputs(float *out, int64_t 
           _mm512_storeu_ps(out + (r0 + i) * osT + c0, b[i]);
       }
     }
-  for (int64_t r = 0; r < rows; ++r) {
-    float *row = out + r * osT;
-    int none = zeroMaskedRows ? !(l[r] > 0.0f) : l[r] == 0.0f;
-    for (int64_t c = none || r >= r0 ? 0 : c0; c < dv; ++c)
-      row[c * osD] = none ? (zeroMaskedRows ? 0.0f : NAN) : ot[c * 64 + r] / l[r];
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    outputRow(out + r * osT, osD, ot + r, 64, l[r], r < r0 ? c0 : 0, dv, zeroMaskedRows);
 }
 
 /* Whether this call runs the transposed block: the CPU has AVX-512F (asked
@@ -733,19 +743,8 @@ void rewire_attention(int64_t q, int64_t qOff, int64_t qsB, int64_t qsH, int64_t
                  w.acc, dv))
         failed = 1;
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      float *out = Ob + r * osT;
-      const float *acc = w.acc + r * dv;
-      if (zeroMaskedRows && !(w.l[r] > 0.0f)) /* no key, or NaN weights: 0 */
-        for (int64_t c = 0; c < dv; ++c)
-          out[c * osD] = 0.0f;
-      else if (w.l[r] == 0.0f) /* no key to attend */
-        for (int64_t c = 0; c < dv; ++c)
-          out[c * osD] = NAN;
-      else
-        for (int64_t c = 0; c < dv; ++c)
-          out[c * osD] = acc[c] / w.l[r];
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      outputRow(Ob + r * osT, osD, w.acc + r * dv, 1, w.l[r], 0, dv, zeroMaskedRows);
   }
   rewire_library_threads_restore(saved);
   }
